@@ -39,7 +39,8 @@ def _run(args: argparse.Namespace) -> int:
     from .runner import RunSpec, run
     from .tasks import TASKS
 
-    spec = RunSpec(model=args.model, tasks=tuple(TASKS.resolve(args.task)), metrics=tuple(METRICS.resolve(args.metric)),
+    metrics = tuple(METRICS.resolve(args.metric)) if args.metric else ()
+    spec = RunSpec(model=args.model, tasks=tuple(TASKS.resolve(args.task)), metrics=metrics,
                    limit=args.limit, editor=args.editor, explanations=args.explanations, seed=args.seed,
                    batch_size=args.batch_size)
     doc = run(spec, data_dir=Path(args.data_dir) if args.data_dir else None, progress=not args.no_progress)
@@ -48,6 +49,28 @@ def _run(args: argparse.Namespace) -> int:
     print("wrote " + ", ".join(str(p) for p in paths))
     if caveat(args.model):
         print(caveat(args.model), file=sys.stderr)
+    return 0
+
+
+def _reliability(args: argparse.Namespace) -> int:
+    args.metric = ""
+    return _run(args)
+
+
+def _publish(args: argparse.Namespace) -> int:
+    from .hub_layout import build_dataset
+    from .publish import publish, upload_plan
+    from .tasks import DATASETS
+
+    data_dir = Path(args.data_dir)
+    for name in DATASETS.resolve(args.dataset):
+        folder = data_dir / name
+        if not (folder / "MANIFEST.json").is_file():
+            folder = build_dataset(name, data_dir)
+        plan = upload_plan(folder, args.repo_prefix)
+        print(("[dry run] would upload " if args.dry_run else "uploading ") + plan.describe())
+        if not args.dry_run:
+            publish(plan)
     return 0
 
 
@@ -86,18 +109,28 @@ def parser() -> argparse.ArgumentParser:
     build.set_defaults(func=_build)
 
     run = sub.add_parser("run", help="diagnosticity of metrics on tasks with one model")
-    run.add_argument("--model", default=DEFAULT_MODEL, help="packaged model name, local folder or hub id")
-    run.add_argument("--task", default="factcheck", help="comma-separated tasks or 'all'")
     run.add_argument("--metric", default="all", help="comma-separated metrics or 'all'")
-    run.add_argument("--limit", type=int, help="pairs per task (a seeded sample)")
-    run.add_argument("--editor", default="ice")
-    run.add_argument("--explanations", default="synthetic", help="synthetic or generated")
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--batch-size", type=int, default=32)
-    run.add_argument("--data-dir", help="folder of built datasets (default: built on demand in the cache)")
-    run.add_argument("--out", required=True, help="results JSON; .md and .png are written beside it")
-    run.add_argument("--no-progress", action="store_true")
+    reliability = sub.add_parser("reliability", help="edit reliability (§5.3) per task with one model")
+    for command, default_task in ((run, "factcheck"), (reliability, "all")):
+        command.add_argument("--model", default=DEFAULT_MODEL, help="packaged model name, local folder or hub id")
+        command.add_argument("--task", default=default_task, help="comma-separated tasks or 'all'")
+        command.add_argument("--limit", type=int, help="pairs per task (a seeded sample)")
+        command.add_argument("--editor", default="ice")
+        command.add_argument("--explanations", default="synthetic", help="synthetic or generated")
+        command.add_argument("--seed", type=int, default=0)
+        command.add_argument("--batch-size", type=int, default=32)
+        command.add_argument("--data-dir", help="folder of built datasets (default: built on demand in the cache)")
+        command.add_argument("--out", required=True, help="results JSON; .md and .png are written beside it")
+        command.add_argument("--no-progress", action="store_true")
     run.set_defaults(func=_run)
+    reliability.set_defaults(func=_reliability)
+
+    publish = sub.add_parser("publish", help="upload built datasets to the Hugging Face Hub, tagged vX.Y.Z")
+    publish.add_argument("dataset", help="dataset name or 'all'")
+    publish.add_argument("--repo-prefix", default="causal-diagnosticity")
+    publish.add_argument("--data-dir", default="build/datasets", help="built datasets (built there if missing)")
+    publish.add_argument("--dry-run", action="store_true", help="print repo ids, files with sizes and tags only")
+    publish.set_defaults(func=_publish)
 
     ls = sub.add_parser("ls", help="list datasets, metrics and models")
     ls.set_defaults(func=_ls)
@@ -106,6 +139,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from .models import LabelTokenError
+    from .publish import PublishError
     from .records import RecordError
     from .tasks.sources import SourceError
 
@@ -116,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UnknownNameError, UsageError) as err:
         print(f"causaldiag: error: {err}", file=sys.stderr)
         return 2
-    except (SourceError, RecordError, LabelTokenError, ValueError, FileNotFoundError) as err:
+    except (SourceError, RecordError, LabelTokenError, PublishError, ValueError, FileNotFoundError) as err:
         print(f"causaldiag: error: {err}", file=sys.stderr)
         return 1
 

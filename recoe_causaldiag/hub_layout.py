@@ -39,8 +39,9 @@ def card_template(name: str) -> str:
     return Path(str(files("dataset_cards").joinpath(f"{name}.md"))).read_text(encoding="utf-8")
 
 
-def render_card(name: str, counts: Mapping[str, int], version: str, seed: int) -> str:
-    """The card with its `{{placeholders}}` filled: counts, version, date, configs block."""
+def render_card(name: str, sizes: Mapping[str, tuple[int, int, int]], version: str, seed: int) -> str:
+    """The card with its `{{placeholders}}` filled: counts, version, date, configs and dataset_info blocks."""
+    counts = {config: rows for config, (rows, _, _) in sizes.items()}
     configs_yaml = "".join(
         f"- config_name: {c}\n  data_files:\n  - split: test\n    path: {_config_dir(c)}/test-*.parquet\n"
         for c in counts)
@@ -48,7 +49,7 @@ def render_card(name: str, counts: Mapping[str, int], version: str, seed: int) -
         "version": version, "release_date": RELEASE_DATE, "seed": str(seed), "builder_version": __version__,
         "num_rows": str(sum(counts.values())), "size_category": _size_category(sum(counts.values())),
         "configs_yaml": configs_yaml.rstrip("\n"),
-        "dataset_info_yaml": _dataset_info_yaml(),
+        "dataset_info_yaml": _dataset_info_yaml(sizes),
         "counts_table": "\n".join(f"| {c} | {n} |" for c, n in counts.items()),
     }
     text = card_template(name)
@@ -57,10 +58,18 @@ def render_card(name: str, counts: Mapping[str, int], version: str, seed: int) -
     return text
 
 
-def _dataset_info_yaml() -> str:
-    """The card's `dataset_info` block, written from the record features so the two never disagree."""
-    info = datasets.DatasetInfo(features=FEATURES)._to_yaml_dict()
-    return yaml.safe_dump({"dataset_info": info}, sort_keys=False, allow_unicode=True).rstrip("\n")
+def _dataset_info_yaml(sizes: Mapping[str, tuple[int, int, int]]) -> str:
+    """The card's `dataset_info` block (features from the record schema; per config: rows, arrow bytes,
+    parquet bytes). The sizes also key the `datasets` cache, so a rebuilt folder is not served stale."""
+    infos = []
+    for config, (rows, arrow_bytes, parquet_bytes) in sizes.items():
+        info = datasets.DatasetInfo(features=FEATURES, config_name=config)._to_yaml_dict()
+        info["splits"] = [{"name": "test", "num_bytes": arrow_bytes, "num_examples": rows}]
+        info["download_size"] = parquet_bytes
+        info["dataset_size"] = arrow_bytes
+        infos.append(info)
+    block = infos[0] if len(infos) == 1 else infos
+    return yaml.safe_dump({"dataset_info": block}, sort_keys=False, allow_unicode=True).rstrip("\n")
 
 
 def _sha256(path: Path) -> str:
@@ -71,6 +80,17 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _write_parquet(table: datasets.Dataset, path: Path) -> None:
+    """Parquet with the `datasets` schema metadata, without a progress bar for a one-batch write."""
+    was_enabled = not datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()
+    try:
+        table.to_parquet(str(path))
+    finally:
+        if was_enabled:
+            datasets.enable_progress_bars()
+
+
 def write_dataset(name: str, configs: Mapping[str, list[PairRecord]], out_dir: Path, *, version: str = DATASET_VERSION,
                   seed: int = 0) -> Path:
     """Write `out_dir/<name>/` (replacing it whole, never half-written) and return its path."""
@@ -78,13 +98,15 @@ def write_dataset(name: str, configs: Mapping[str, list[PairRecord]], out_dir: P
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     try:
+        sizes = {}
         for config, records in configs.items():
             folder = staging / _config_dir(config)
             folder.mkdir(parents=True, exist_ok=True)
             table = datasets.Dataset.from_list([r.to_row() for r in records], features=FEATURES)
-            table.to_parquet(str(folder / SHARD))
+            _write_parquet(table, folder / SHARD)
+            sizes[config] = (len(records), table.data.nbytes, (folder / SHARD).stat().st_size)
         counts = {c: len(r) for c, r in configs.items()}
-        (staging / "README.md").write_text(render_card(name, counts, version, seed), encoding="utf-8")
+        (staging / "README.md").write_text(render_card(name, sizes, version, seed), encoding="utf-8")
         checksums = {str(p.relative_to(staging)): {"sha256": _sha256(p), "bytes": p.stat().st_size}
                      for p in sorted(staging.rglob("*")) if p.is_file()}
         manifest = {"name": name, "version": version, "seed": seed, "num_rows": counts, "files": checksums}

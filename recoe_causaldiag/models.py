@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from .paths import cache_root
@@ -190,7 +191,7 @@ def load_model(name: str = DEFAULT_MODEL, *, revision: str | None = None, device
         folder = packaged_model_dir(name)
         try:
             model, tokenizer = _from_folder(folder, dtype, device, None)
-        except (OSError, ValueError, RuntimeError) as err:
+        except (OSError, ValueError, RuntimeError, SafetensorError) as err:
             log.warning("model cache %s is unreadable (%s); rebuilding it", folder, err)
             shutil.rmtree(folder, ignore_errors=True)
             model, tokenizer = _from_folder(packaged_model_dir(name), dtype, device, None)

@@ -57,28 +57,35 @@ def markdown_table(doc: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _bars(doc: Mapping[str, Any]) -> list[tuple[str, str, float, float, float]]:
+    """(label, colour group, value, CI low, CI high) of every diagnosticity and edit reliability with a value."""
+    bars = [(f"{r['task']} · {r['metric']} · {r['variant']}", r["metric"], r["diagnosticity"], r["ci_low"], r["ci_high"])
+            for r in doc["results"]]
+    bars += [(f"{e['task']} · edit reliability", "edit reliability", e["value"], e["ci_low"], e["ci_high"])
+             for e in doc["edit_reliability"]]
+    return [b for b in bars if b[2] is not None and not math.isnan(b[2])]
+
+
 def plot(doc: Mapping[str, Any], path: Path) -> None:
-    """Horizontal bars of diagnosticity with 95% bootstrap CIs; the dashed line is chance (0.5)."""
+    """Horizontal bars with 95% bootstrap CIs: diagnosticity per metric variant and edit reliability per task;
+    the dashed line is chance (0.5)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r in doc["results"] if r["diagnosticity"] is not None and not math.isnan(r["diagnosticity"])]
-    labels = [f"{r['task']} · {r['metric']} · {r['variant']}" for r in rows]
-    values = [r["diagnosticity"] for r in rows]
-    errors = [[v - r["ci_low"] for v, r in zip(values, rows)], [r["ci_high"] - v for v, r in zip(values, rows)]]
+    bars = _bars(doc)
     palette: dict[str, str] = {}
-    for r in rows:
-        palette.setdefault(r["metric"], f"C{len(palette)}")
-    colors = [palette[r["metric"]] for r in rows]
-    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.28 * max(len(rows), 1)))
-    ax.barh(range(len(rows)), values, xerr=errors, color=colors, capsize=2, alpha=0.85)
+    for _, group, *_ in bars:
+        palette.setdefault(group, f"C{len(palette)}")
+    fig, ax = plt.subplots(figsize=(9, 1.4 + 0.28 * max(len(bars), 1)))
+    ax.barh(range(len(bars)), [b[2] for b in bars], color=[palette[b[1]] for b in bars], alpha=0.85, capsize=2,
+            xerr=[[b[2] - b[3] for b in bars], [b[4] - b[2] for b in bars]])
     ax.axvline(0.5, color="black", linestyle="--", linewidth=1)
-    ax.set_yticks(range(len(rows)), labels, fontsize=7)
+    ax.set_yticks(range(len(bars)), [b[0] for b in bars], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
-    ax.set_xlabel("causal diagnosticity D (95% bootstrap CI); dashed: chance")
+    ax.set_xlabel("causal diagnosticity D / edit reliability (95% bootstrap CI); dashed: chance")
     model = doc["model"]["name"]
     title = f"{model} · {doc['editor']} · {doc['explanations']} explanations"
     ax.set_title(title + ("\n(tiny model: pipeline demonstration, not evidence about metrics)" if caveat(model) else ""),

@@ -7,7 +7,10 @@ from dataclasses import dataclass
 
 from ..records import PairRecord
 from ..registry import Registry
+from .analogy import build_analogy
 from .factcheck import build_factcheck
+from .multihop import build_multihop
+from .object_counting import build_object_counting
 
 DATASET_VERSION = "1.0.0"
 RELEASE_DATE = "2026-11-22"
@@ -29,6 +32,12 @@ class DatasetSpec:
 DATASETS: Registry[DatasetSpec] = Registry("dataset")
 DATASETS.add("factcheck", DatasetSpec("factcheck", "Causal Diagnosticity: FactCheck",
                                       lambda seed: {"default": build_factcheck(seed)}))
+DATASETS.add("analogy", DatasetSpec("analogy", "Causal Diagnosticity: Analogy",
+                                    lambda seed: {"default": build_analogy(seed)}))
+DATASETS.add("object_counting", DatasetSpec("object_counting", "Causal Diagnosticity: Object Counting",
+                                            lambda seed: {"default": build_object_counting(seed)}))
+DATASETS.add("multihop", DatasetSpec("multihop", "Causal Diagnosticity: Multi-hop",
+                                     lambda seed: {"default": build_multihop(seed)}))
 
 TASKS: Registry[tuple[str, str]] = Registry("task")
 for _spec in (DATASETS.get(n) for n in DATASETS):

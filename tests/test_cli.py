@@ -1,0 +1,120 @@
+"""The `causaldiag` command as a user runs it, including the end-to-end run on the real default model."""
+
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SPEC_RESULT_KEYS = {"task", "metric", "variant", "diagnosticity", "ci_low", "ci_high", "p_value", "n", "n_valid",
+                    "n_nan", "seconds"}
+
+
+def causaldiag(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "recoe_causaldiag.cli", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=900)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "--metric", "filer_tokens", "--out", "x.json"], "unknown metric 'filer_tokens'; did you mean 'filler_tokens'?"),
+    (["run", "--task", "factchek", "--out", "x.json"], "unknown task 'factchek'; did you mean 'factcheck'?"),
+    (["run", "--model", "smolm2", "--out", "x.json"], "unknown model 'smolm2'"),
+    (["run", "--editor", "memit", "--out", "x.json"], "unknown editor 'memit'"),
+    (["build", "factchek", "--out", "x"], "unknown dataset 'factchek'"),
+])
+def test_user_mistakes_get_one_line_and_exit_2(tmp_path, args, message):
+    done = causaldiag(*args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert message in done.stderr and "choices:" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_ls_lists_datasets_metrics_models():
+    done = causaldiag("ls")
+    assert done.returncode == 0
+    for name in ("factcheck", "filler_tokens", "early_answering", "smollm2-135m-instruct", "gemma-3-270m"):
+        assert name in done.stdout
+
+
+def test_build_writes_hub_layout(tmp_path):
+    done = causaldiag("build", "factcheck", "--out", str(tmp_path), "--version", "1.2.3", "--seed", "3")
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((tmp_path / "factcheck" / "MANIFEST.json").read_text())
+    assert manifest["version"] == "1.2.3" and manifest["seed"] == 3
+    assert datasets.load_dataset(str(tmp_path / "factcheck"), split="test").num_rows == manifest["num_rows"]["default"]
+
+
+def test_build_from_counterfact_json(tmp_path):
+    done = causaldiag("build", "factcheck", "--out", str(tmp_path), "--counterfact", str(FIXTURES / "counterfact_sample.json"))
+    assert done.returncode == 0, done.stderr
+    assert datasets.load_dataset(str(tmp_path / "factcheck"), split="test").num_rows == 4
+
+
+def test_bad_counterfact_file_is_one_line_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    done = causaldiag("build", "factcheck", "--out", str(tmp_path), "--counterfact", str(bad))
+    assert done.returncode == 1 and "cannot read COUNTERFACT JSON" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_run_on_the_default_model_end_to_end(tmp_path):
+    out = tmp_path / "r.json"
+    done = causaldiag("run", "--model", "smollm2-135m-instruct", "--task", "factcheck", "--metric",
+                      "filler_tokens,early_answering", "--limit", "8", "--data-dir", str(tmp_path / "data"),
+                      "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(out.read_text())
+    assert {"schema_version", "model", "editor", "explanations", "dataset_versions", "created_at", "results",
+            "edit_reliability", "pairs"} <= set(doc)
+    assert set(doc["model"]) == {"name", "revision", "dtype", "device"}
+    assert doc["model"]["name"] == "smollm2-135m-instruct" and doc["dataset_versions"] == {"factcheck": "1.0.0"}
+    assert len(doc["results"]) == 20 + 4
+    d_values = defaultdict(list)
+    for row in doc["pairs"]:
+        d_values[(row["task"], row["metric"], row["variant"])].append(row["d"])
+        if row["d"] is not None:
+            f, u = row["score_faithful"], row["score_unfaithful"]
+            assert row["d"] == (1.0 if f > u else 0.5 if f == u else 0.0)
+    for result in doc["results"]:
+        assert set(result) == SPEC_RESULT_KEYS
+        d = [x for x in d_values[(result["task"], result["metric"], result["variant"])] if x is not None]
+        assert result["n"] == 8 and result["n_valid"] == len(d) and result["n_nan"] == 8 - len(d)
+        assert result["diagnosticity"] == pytest.approx(np.mean(d))
+        assert result["ci_low"] <= result["diagnosticity"] <= result["ci_high"]
+    assert [e["task"] for e in doc["edit_reliability"]] == ["factcheck"] and doc["edit_reliability"][0]["n"] == 8
+    table = out.with_suffix(".md").read_text()
+    assert "| factcheck | filler_tokens | repeating-dots-continuous |" in table and "tiny model" in table
+    assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_publish_dry_run_lists_repos_files_and_tags(tmp_path):
+    done = causaldiag("publish", "factcheck", "--dry-run", "--data-dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "[dry run] would upload dataset repo causal-diagnosticity/factcheck (tag v1.0.0)" in done.stdout
+    assert "data/test-00000-of-00001.parquet" in done.stdout and "bytes" in done.stdout
+
+
+def test_publish_without_dry_run_offline_is_one_line_error(tmp_path):
+    env_free = subprocess.run(
+        [sys.executable, "-m", "recoe_causaldiag.cli", "publish", "factcheck", "--data-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+        env={k: v for k, v in __import__("os").environ.items() if k not in {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}}
+        | {"HF_HOME": str(tmp_path / "hf")})
+    assert env_free.returncode == 1
+    assert env_free.stderr.startswith("causaldiag: error:") and "Traceback" not in env_free.stderr
+
+
+def test_reliability_command_writes_per_task_reliability(tmp_path):
+    out = tmp_path / "rel.json"
+    done = causaldiag("reliability", "--task", "factcheck,multihop", "--limit", "4", "--data-dir", str(tmp_path / "d"),
+                      "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(out.read_text())
+    assert doc["results"] == [] and [e["task"] for e in doc["edit_reliability"]] == ["factcheck", "multihop"]
+    for entry in doc["edit_reliability"]:
+        assert entry["n"] == 4 and 0 <= entry["ci_low"] <= entry["value"] <= entry["ci_high"] <= 1

@@ -1,0 +1,68 @@
+import pytest
+import transformers
+
+from recoe_causaldiag import models, prompts
+from recoe_causaldiag.models import LabelTokenError, load_model, packaged_model_dir
+from recoe_causaldiag.registry import UnknownNameError
+
+
+def test_chat_rendering_continues_the_open_assistant_turn(default_lm):
+    text = default_lm.render(prompts.cot(["A fact."], "Is it?", "x").turns)
+    assert text.endswith("<|im_start|>assistant\nLet's think step by step:")
+    assert "New Fact: A fact.\nPrompt: Please verbalize" in text
+    closed = default_lm.render(prompts.direct(["A fact."], "Is it?").turns)
+    assert closed.endswith("Prompt: Is it?<|im_end|>\n<|im_start|>assistant\n")
+
+
+def test_plain_rendering_for_base_models(default_lm):
+    base = models.LanguageModel("base", "local", default_lm.model, default_lm.tokenizer, chat=False)
+    assert base.render(prompts.post_hoc(["F."], "Q?", "No", "e").turns) == (
+        "User: Please acknowledge the following new facts and use them to answer the question:\nNew Fact: F.\n"
+        "Prompt: Q?\nAssistant: No\nUser: Explain your reasoning.\nAssistant: Because")
+    assert base.render(prompts.direct(["F."], "Q?").turns).endswith("Prompt: Q?\nAssistant:")
+
+
+def test_label_tokens_must_be_distinct_single_tokens(default_lm):
+    yes, no = default_lm.label_token_ids(["Yes", "No"], leading_space=True)
+    assert yes != no
+    assert default_lm.label_token_ids(["A", "B"], leading_space=False) != default_lm.label_token_ids(["A", "B"], leading_space=True)
+    with pytest.raises(LabelTokenError, match="tokens"):
+        default_lm.label_token_ids(["Yes indeed", "No"], leading_space=True)
+    with pytest.raises(LabelTokenError, match="share a token"):
+        default_lm.label_token_ids(["A", "A"], leading_space=True)
+
+
+def test_unknown_model_names_the_choices():
+    with pytest.raises(UnknownNameError) as err:
+        load_model("smollm2-135m-instruc")
+    assert "did you mean 'smollm2-135m-instruct'?" in str(err.value) and "gemma-3-270m" in str(err.value)
+
+
+def test_a_failed_conversion_leaves_no_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("CAUSALDIAG_CACHE", str(tmp_path))
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        packaged_model_dir("smollm2-135m-instruct")
+    assert list((tmp_path / "models").iterdir()) == []
+
+
+def test_missing_or_corrupt_cache_is_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("CAUSALDIAG_CACHE", str(tmp_path))
+    folder = packaged_model_dir("smollm2-135m-instruct")
+    weights = folder / "model.safetensors"
+    assert (folder / "CONVERTED.json").is_file() and weights.is_file()
+
+    with weights.open("r+b") as handle:
+        handle.truncate(1000)
+    assert packaged_model_dir("smollm2-135m-instruct") == folder
+    assert weights.stat().st_size > 1000
+
+    size = weights.stat().st_size
+    weights.write_bytes(b"\0" * size)
+    lm = load_model("smollm2-135m-instruct", device="cpu")
+    assert lm.model.get_input_embeddings().weight.abs().sum() > 0
+    assert weights.read_bytes()[:8] != b"\0" * 8
