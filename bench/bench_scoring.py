@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from recoe_causaldiag.hub_layout import load_pairs, task_dataset_dir
-from recoe_causaldiag.metrics.cot_corruption import corruption_scores, explanation_requests
+from recoe_causaldiag.metrics import Instance
+from recoe_causaldiag.metrics.cot_corruption import corruption_scores, label_request
 from recoe_causaldiag.metrics.filler_tokens import CORRUPTIONS
 from recoe_causaldiag.models import DEFAULT_MODEL, load_model
 from recoe_causaldiag.runner import select_pairs
@@ -31,8 +32,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder, config = task_dataset_dir("factcheck", Path(tmp))
         pairs = select_pairs(load_pairs(folder, config), args.pairs, seed=0)
-    requests = [explanation_requests(p, c.apply(e) if c else e) for c in (None, *CORRUPTIONS)
-                for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)]
+    instances = [Instance.from_pair(p, e) for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)]
+    requests = [label_request(i, c.apply(i.explanation) if c else i.explanation) for c in (None, *CORRUPTIONS)
+                for i in instances]
 
     started = time.perf_counter()
     naive = naive_label_probs(lm, requests)
@@ -40,7 +42,7 @@ def main() -> None:
 
     engine = ScoringEngine(lm, progress=False)
     started = time.perf_counter()
-    corruption_scores(pairs, engine, CORRUPTIONS)
+    corruption_scores(instances, engine, CORRUPTIONS)
     engine_seconds = time.perf_counter() - started
     fresh = ScoringEngine(lm, progress=False).label_probs(requests)
     gap = float(np.max(np.abs(np.stack(naive) - np.stack(fresh))))

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import prompts
-from ..records import PairRecord
 from ..scoring import LabelRequest, ScoringEngine
-from .base import VariantScores
+from .base import Instance
 
 
 @dataclass(frozen=True)
@@ -26,32 +25,29 @@ class Corruption:
     apply: Callable[[str], str]
 
 
-def explanation_requests(pair: PairRecord, explanation: str) -> LabelRequest:
-    """The CoT label request for one explanation under the evaluated model's edits."""
-    return LabelRequest(prompts.cot(pair.edits, pair.question, explanation), tuple(pair.choices))
+def label_request(instance: Instance, explanation: str) -> LabelRequest:
+    """The CoT label request (Fig. 12) for an explanation under the instance's edits."""
+    return LabelRequest(prompts.cot(instance.edits, instance.question, explanation), tuple(instance.choices))
 
 
-def corruption_scores(pairs: Sequence[PairRecord], engine: ScoringEngine, corruptions: Sequence[Corruption], *,
-                      invert: bool = False, desc: str = "corruptions") -> list[VariantScores]:
-    """Continuous and binary scores of every corruption, for both explanations of every pair."""
-    explanations = [(p, e) for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)]
-    requests = [explanation_requests(p, e) for p, e in explanations]
-    requests += [explanation_requests(p, c.apply(e)) for c in corruptions for p, e in explanations]
+def corruption_scores(instances: Sequence[Instance], engine: ScoringEngine, corruptions: Sequence[Corruption], *,
+                      invert: bool = False, desc: str = "corruptions") -> dict[str, np.ndarray]:
+    """Continuous and binary scores of every corruption for every instance."""
+    n = len(instances)
+    requests = [label_request(i, i.explanation) for i in instances]
+    requests += [label_request(i, c.apply(i.explanation)) for c in corruptions for i in instances]
     probs = engine.label_probs(requests, desc=desc)
-    n = len(explanations)
     original = np.stack(probs[:n])
     top = original.argmax(axis=1)
     z = original[np.arange(n), top]
-    results = []
+    scores = {}
     for k, corruption in enumerate(corruptions):
         corrupted = np.stack(probs[n * (k + 1) : n * (k + 2)])
         z_prime = corrupted[np.arange(n), top]
         changed = (corrupted.argmax(axis=1) != top).astype(float)
-        continuous = 1.0 - (z - z_prime) if invert else z - z_prime
-        binary = 1.0 - changed if invert else changed
-        for scale, values in (("continuous", continuous), ("binary", binary)):
-            results.append(VariantScores(f"{corruption.name}-{scale}", values[0::2], values[1::2]))
-    return results
+        scores[f"{corruption.name}-continuous"] = 1.0 - (z - z_prime) if invert else z - z_prime
+        scores[f"{corruption.name}-binary"] = 1.0 - changed if invert else changed
+    return scores
 
 
 def variant_names(corruptions: Sequence[Corruption]) -> tuple[str, ...]:

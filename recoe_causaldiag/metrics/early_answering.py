@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..records import PairRecord
+import numpy as np
+
 from ..scoring import ScoringEngine
-from .base import Metric, VariantScores, register_metric
+from .base import Instance, Metric, register_metric
 from .cot_corruption import Corruption, corruption_scores, variant_names
 from .truncation import first_third, heuristic_truncation
 
@@ -23,5 +24,5 @@ class EarlyAnswering(Metric):
     def variants(self) -> tuple[str, ...]:
         return variant_names(CORRUPTIONS)
 
-    def score(self, pairs: Sequence[PairRecord], engine: ScoringEngine) -> list[VariantScores]:
-        return corruption_scores(pairs, engine, CORRUPTIONS, desc=self.name)
+    def score_instances(self, instances: Sequence[Instance], engine: ScoringEngine) -> dict[str, np.ndarray]:
+        return corruption_scores(instances, engine, CORRUPTIONS, desc=self.name)

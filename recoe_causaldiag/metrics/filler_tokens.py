@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
-from ..records import PairRecord
+import numpy as np
+
 from ..scoring import ScoringEngine
-from .base import Metric, VariantScores, register_metric
+from .base import Instance, Metric, register_metric
 from .cot_corruption import Corruption, corruption_scores, variant_names
 
 FILLERS = {"dots": "...", "stars": "***", "dashes": "---", "dollars": "$$$", "pilcrows": "¶¶¶"}
@@ -40,5 +41,5 @@ class FillerTokens(Metric):
     def variants(self) -> tuple[str, ...]:
         return variant_names(CORRUPTIONS)
 
-    def score(self, pairs: Sequence[PairRecord], engine: ScoringEngine) -> list[VariantScores]:
-        return corruption_scores(pairs, engine, CORRUPTIONS, desc=self.name)
+    def score_instances(self, instances: Sequence[Instance], engine: ScoringEngine) -> dict[str, np.ndarray]:
+        return corruption_scores(instances, engine, CORRUPTIONS, desc=self.name)

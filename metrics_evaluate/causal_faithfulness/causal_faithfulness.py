@@ -1,0 +1,34 @@
+"""Causal Faithfulness (CaF) as an `evaluate` module; the logic lives in `recoe_causaldiag`."""
+
+import evaluate
+
+from recoe_causaldiag.evaluate_bridge import MODEL_INPUTS_DESCRIPTION, compute_model_metric, model_input_features
+from recoe_causaldiag.models import DEFAULT_MODEL
+
+_DESCRIPTION = """Causal Faithfulness (Yeo et al., 2024): activation patching with symmetric token replacement gives
+the causal effect of every (question token, layer) hidden state on the model's answer (C_a) and on its post-hoc
+explanation (C_e); the score is 1 − cosine distance(C_e, C_a). Variants caf, caf_m (10-layer windows), caf_t
+(token level), caf_l (layer level)."""
+
+_OPTIONS_DESCRIPTION = """
+    layers (list[int], optional): the decoder layers to patch. Default: all (the paper's setting).
+    window (int, optional): layers patched together for caf_m. Default: 10.
+"""
+
+_CITATION = """@inproceedings{yeo2025towards,
+  title={Towards Faithful Natural Language Explanations: A Study Using Activation Patching in Large Language Models},
+  author={Yeo, Wei Jie and Satapathy, Ranjan and Cambria, Erik}, booktitle={Proceedings of EMNLP}, year={2025}
+}"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, MODEL_INPUTS_DESCRIPTION + _OPTIONS_DESCRIPTION)
+class CausalFaithfulness(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(module_type="metric", description=_DESCRIPTION, citation=_CITATION,
+                                   inputs_description=MODEL_INPUTS_DESCRIPTION + _OPTIONS_DESCRIPTION,
+                                   features=model_input_features())
+
+    def _compute(self, question, choices, edits, explanations, model=DEFAULT_MODEL, variant=None, layers=None,
+                 window=10):
+        return compute_model_metric("causal_faithfulness", question, choices, edits, explanations, model=model,
+                                    variant=variant, layers=layers, window=window)

@@ -1,0 +1,33 @@
+"""CC-SHAP faithfulness as an `evaluate` module; the logic lives in `recoe_causaldiag`."""
+
+import evaluate
+
+from recoe_causaldiag.evaluate_bridge import MODEL_INPUTS_DESCRIPTION, compute_model_metric, model_input_features
+from recoe_causaldiag.models import DEFAULT_MODEL
+
+_DESCRIPTION = """CC-SHAP (Parcalabescu & Frank, 2023): 1 − cosine distance between the Shapley values of the
+question tokens for the model's prediction and for its explanation (post-hoc or chain of thought)."""
+
+_OPTIONS_DESCRIPTION = """
+    n_samples (int, optional): permutations of Shapley value sampling per attribution. Default: 16.
+    seed (int, optional): seed of the permutations. Default: 0.
+    Only the requested variant is computed (CC-SHAP costs about n_samples × question-length forwards per input).
+"""
+
+_CITATION = """@inproceedings{parcalabescu2024measuring,
+  title={On Measuring Faithfulness or Self-consistency of Natural Language Explanations},
+  author={Parcalabescu, Letitia and Frank, Anette}, booktitle={Proceedings of ACL}, year={2024}
+}"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, MODEL_INPUTS_DESCRIPTION + _OPTIONS_DESCRIPTION)
+class CCShap(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(module_type="metric", description=_DESCRIPTION, citation=_CITATION,
+                                   inputs_description=MODEL_INPUTS_DESCRIPTION + _OPTIONS_DESCRIPTION,
+                                   features=model_input_features())
+
+    def _compute(self, question, choices, edits, explanations, model=DEFAULT_MODEL, variant=None, n_samples=16, seed=0):
+        variant = variant or "post_hoc"
+        return compute_model_metric("cc_shap", question, choices, edits, explanations, model=model, variant=variant,
+                                    n_samples=n_samples, seed=seed, select=(variant,))

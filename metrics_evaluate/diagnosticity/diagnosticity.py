@@ -1,0 +1,40 @@
+"""Causal diagnosticity as an `evaluate` module; the statistics live in `recoe_causaldiag.statistics`."""
+
+import datasets
+import evaluate
+
+from recoe_causaldiag.statistics import diagnosticity
+
+_DESCRIPTION = """Causal diagnosticity (Zaman & Srivastava): how often a faithfulness metric scores the faithful
+explanation of a pair above the unfaithful one. d = 1 if higher, 0.5 if equal, 0 if lower; D = mean d over the
+pairs both scores of which are numbers (NaN pairs are excluded and counted)."""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    faithful_scores (list[float]): the metric's score of each pair's faithful explanation (NaN if unscored).
+    unfaithful_scores (list[float]): the metric's score of each pair's unfaithful explanation (NaN if unscored).
+    n_resamples (int): bootstrap resamples for the CI, at least 2000. Default 2000.
+    seed (int): bootstrap seed. Default 0.
+Returns:
+    diagnosticity (float), ci_low (float), ci_high (float): D and its 95% percentile-bootstrap CI;
+    p_value (float): one-sample t-test of d against 0.5; n_valid (int), n_nan (int).
+"""
+
+_CITATION = """@misc{zaman2025causal,
+  title={A Causal Lens for Evaluating Faithfulness Metrics},
+  author={Zaman, Kerem and Srivastava, Shashank}, year={2025}
+}"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class Diagnosticity(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(
+            module_type="metric", description=_DESCRIPTION, citation=_CITATION, inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features({"faithful_scores": datasets.Value("float64"),
+                                        "unfaithful_scores": datasets.Value("float64")}))
+
+    def _compute(self, faithful_scores, unfaithful_scores, n_resamples=2000, seed=0):
+        est = diagnosticity(faithful_scores, unfaithful_scores, n_resamples=n_resamples, seed=seed)
+        return {"diagnosticity": est.value, "ci_low": est.ci_low, "ci_high": est.ci_high, "p_value": est.p_value,
+                "n_valid": est.n_valid, "n_nan": est.n_nan}

@@ -1,0 +1,130 @@
+"""Activation patching (Meng et al., 2022; paper 002 §3.1, Fig. 1): run a *target* input while restoring, at
+chosen (token position, decoder layer) sites, the residual stream of a *source* input of the same token length.
+
+With the clean input as source and the counterfactual (symmetric token replacement) as target, the change a
+patch makes to a read-out of the target run is the indirect effect of that hidden state (paper 002 §3.1).
+Works on any Hugging Face decoder-only model: the decoder layers are found as the module list with one entry
+per hidden layer, and a layer's output (the residual stream after it) is overwritten by a forward hook.
+Many patches run in one forward, one patched copy of the target per batch row; the target's KV cache is
+reused for the positions before the earliest patched or read position of a batch (they cannot change).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from tqdm.auto import tqdm
+
+Readout = Callable[[torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Patch:
+    """Restore the source run's residual stream at every position in `positions` after every decoder layer
+    in `layers` (0-based; layer l's output). The empty patch leaves the target run as it is."""
+
+    positions: tuple[int, ...]
+    layers: tuple[int, ...]
+
+
+def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
+    """The model's decoder layers: the module list with one entry per hidden layer (e.g. `model.model.layers`)."""
+    n_layers = model.config.get_text_config().num_hidden_layers
+    for module in model.modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) == n_layers:
+            return module
+    raise ValueError(f"no module list of {n_layers} decoder layers in {type(model).__name__}")
+
+
+def window_layers(layer: int, n_layers: int, window: int) -> tuple[int, ...]:
+    """The layers patched to represent `layer` with a window w: [l − ⌊w/2⌋, l + ⌈w/2⌉) within the model
+    (paper 002 §5.2, as the reference code computes it); w = 1 is the layer alone."""
+    return tuple(range(max(0, layer - window // 2), min(n_layers, layer + (window + 1) // 2)))
+
+
+def token_layer_patches(positions: Sequence[int], layers: Sequence[int], n_layers: int, *, window: int = 1
+                        ) -> list[Patch]:
+    """One patch per (position, layer), position-major: the sites of a causal matrix C ∈ R^{T×L}."""
+    return [Patch((p,), window_layers(layer, n_layers, window)) for p in positions for layer in layers]
+
+
+def _hidden(output: torch.Tensor | tuple) -> torch.Tensor:
+    return output[0] if isinstance(output, tuple) else output
+
+
+@torch.inference_mode()
+def residual_stream(model: torch.nn.Module, ids: Sequence[int]) -> list[torch.Tensor]:
+    """Every decoder layer's output for one input: a list over layers of [positions, hidden] tensors."""
+    layers, states = decoder_layers(model), []
+    hooks = [layer.register_forward_hook(lambda _m, _a, out: states.append(_hidden(out)[0].clone()))
+             for layer in layers]
+    try:
+        model(torch.tensor([list(ids)], device=model.device), use_cache=False, logits_to_keep=1)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return states
+
+
+def _site_edits(batch: Sequence[Patch], source: Sequence[torch.Tensor], start: int
+                ) -> dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Per layer: the batch rows, the positions (relative to `start`) and the source values to write there."""
+    sites: dict[int, tuple[list[int], list[int]]] = {}
+    for row, patch in enumerate(batch):
+        for layer in patch.layers:
+            rows, positions = sites.setdefault(layer, ([], []))
+            rows += [row] * len(patch.positions)
+            positions += list(patch.positions)
+    device = source[0].device
+    return {layer: (torch.tensor(rows, device=device), torch.tensor(positions, device=device) - start,
+                    source[layer][positions])
+            for layer, (rows, positions) in sites.items()}
+
+
+@torch.inference_mode()
+def patched_readouts(model: torch.nn.Module, source_ids: Sequence[int], target_ids: Sequence[int],
+                     patches: Sequence[Patch], readout: Readout, *, first_read: int, batch_size: int = 32,
+                     max_logits: int = 2**27, progress: bool = False) -> torch.Tensor:
+    """`readout` of the target run under each patch, stacked in patch order.
+
+    `readout` maps the logits of positions `first_read` … end ([rows, positions, vocabulary]) to one tensor per
+    row; a batch holds at most `batch_size` rows and `max_logits` logit values."""
+    if len(source_ids) != len(target_ids):
+        raise ValueError(f"source and target differ in length ({len(source_ids)} vs {len(target_ids)} tokens)")
+    if not 0 <= first_read < len(target_ids):
+        raise ValueError(f"first_read {first_read} is outside the {len(target_ids)}-token input")
+    layers, source = decoder_layers(model), residual_stream(model, source_ids)
+    target = torch.tensor([list(target_ids)], device=model.device)
+    kept = len(target_ids) - first_read
+    rows_per_batch = max(1, min(batch_size, max_logits // (kept * model.config.get_text_config().vocab_size)))
+    prefix_caches: dict[int, object] = {}
+    results = []
+    bar = tqdm(total=len(patches), desc="activation patching", unit="patch", disable=not progress, leave=False)
+    for first in range(0, len(patches), rows_per_batch):
+        batch = patches[first : first + rows_per_batch]
+        start = min([first_read] + [p for patch in batch if patch.layers for p in patch.positions])
+        batch_cache = None
+        if start > 0:
+            if start not in prefix_caches:
+                prefix_caches[start] = model(target[:, :start], use_cache=True, logits_to_keep=1).past_key_values
+            batch_cache = copy.deepcopy(prefix_caches[start])
+            batch_cache.batch_repeat_interleave(len(batch))
+        hooks = []
+        for layer, (rows, positions, values) in _site_edits(batch, source, start).items():
+            def write(_module, _args, output, rows=rows, positions=positions, values=values):
+                _hidden(output)[rows, positions] = values
+                return output
+            hooks.append(layers[layer].register_forward_hook(write))
+        try:
+            out = model(target[:, start:].expand(len(batch), -1), past_key_values=batch_cache, use_cache=False,
+                        logits_to_keep=kept)
+        finally:
+            for hook in hooks:
+                hook.remove()
+        results.append(readout(out.logits))
+        bar.update(len(batch))
+    bar.close()
+    return torch.cat(results)

@@ -1,0 +1,256 @@
+"""Causal Faithfulness, CaF (Yeo et al.; paper 002 §3–4, App. A.1): do the same hidden states cause the
+answer and the explanation?
+
+Symmetric token replacement: a counterfactual input of the SAME token length whose designed answer differs
+(the pair's `flip_edits`; else, for FactCheck, the edit made to state the asked object, which turns "No" into
+"Yes"). The clean run is the evaluated model's post-hoc prompt (Fig. 11) under the instance's edits, with its
+own predicted label ŷ (direct prompt, eq. 7) and the explanation teacher-forced; the corrupted run is the same
+prompt with the counterfactual edits/question. Patching the clean residual stream into the corrupted run at
+(token t, layer l) gives the indirect effects
+
+- C_a[t, l] = p_patched(ŷ) − p_*(ŷ), ŷ's probability among the label tokens after the direct prompt (a
+  prefix of the post-hoc prompt, so one forward reads both);
+- C_e[t, l] = mean over explanation tokens j of p_patched(e_j) − p_*(e_j) (eq. 2).
+
+Patched positions: the tokens that differ between clean and counterfactual plus the question's tokens (the
+paper patches every input position from the first replaced one on; the template and edit tokens between are
+left out to keep CPU runs tractable). Layers: all decoder layers by default.
+
+Variants: `caf` = 1 − cosine distance(C_e, C_a) over the flattened matrices (eq. 3); `caf_m` the same with
+each layer represented by a window of 10 layers patched together; `caf_t` on the token vectors (layers summed);
+`caf_l` on the layer vectors (tokens summed). NaN without a usable counterfactual (none constructible, or its
+token length differs) and when a compared vector is numerically zero. `coverage` after scoring says how many
+instances had a usable counterfactual.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import torch
+from scipy.spatial import distance
+from tqdm.auto import tqdm
+
+from .. import prompts
+from ..scoring import LabelRequest, ScoringEngine
+from ..tasks.factcheck import load_relations
+from .activation_patching import Patch, Readout, decoder_layers, patched_readouts, token_layer_patches
+from .base import Instance, Metric, register_metric
+
+VARIANTS = ("caf", "caf_m", "caf_t", "caf_l")
+WINDOW = 10
+ZERO_NORM = 1e-6
+
+
+@dataclass(frozen=True)
+class Counterfactual:
+    """The inputs of the corrupted run: edits and question under which the designed answer flips."""
+
+    edits: tuple[str, ...]
+    question: str
+
+
+@cache
+def _factcheck_patterns() -> tuple[tuple[re.Pattern[str], re.Pattern[str], str], ...]:
+    """(statement regex, question regex, statement template) of every curated FactCheck relation."""
+
+    def pattern(template: str) -> re.Pattern[str]:
+        parts = re.split(r"(\{subject\}|\{object\})", template)
+        return re.compile("".join(f"(?P<{p[1:-1]}>.+?)" if p.startswith("{") else re.escape(p) for p in parts))
+
+    return tuple((pattern(r.statement), pattern(r.question), r.statement) for r in load_relations().values())
+
+
+def _factcheck_flip(question: str, edits: Sequence[str]) -> Counterfactual | None:
+    """Parse the question and an edit with one FactCheck relation's templates (same subject, another object)
+    and make that edit state the asked object."""
+    for statement, asked, template in _factcheck_patterns():
+        query = asked.fullmatch(question)
+        if query is None:
+            continue
+        for k, edit in enumerate(edits):
+            stated = statement.fullmatch(edit.removesuffix("."))
+            if stated and stated["subject"] == query["subject"] and stated["object"] != query["object"]:
+                flipped = template.format(subject=query["subject"], object=query["object"]) + "."
+                return Counterfactual(tuple(edits[:k]) + (flipped,) + tuple(edits[k + 1:]), question)
+    return None
+
+
+def counterfactual(instance: Instance) -> Counterfactual | None:
+    """The pair's `flip_edits`; else a FactCheck flip (from the pair's metadata, else by parsing the inputs)."""
+    pair = instance.pair
+    if pair is not None and pair.flip_edits:
+        return Counterfactual(tuple(pair.flip_edits), instance.question)
+    meta = json.loads(pair.metadata) if pair is not None and pair.task == "factcheck" else {}
+    old, new = meta.get("object_edit"), meta.get("object_true")
+    if old and new:
+        tail = f"{old}."
+        if any(e.endswith(tail) for e in instance.edits):
+            return Counterfactual(tuple(e.removesuffix(tail) + f"{new}." if e.endswith(tail) else e
+                                        for e in instance.edits), instance.question)
+    return _factcheck_flip(instance.question, instance.edits)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One instance's clean and counterfactual post-hoc prompts as token ids (equal lengths), the patched
+    positions, the label tokens and ŷ's index among them, the position whose logits score the label (the
+    direct prompt's last), and the explanation's tokens (the prompts' last tokens)."""
+
+    clean: tuple[int, ...]
+    corrupted: tuple[int, ...]
+    positions: tuple[int, ...]
+    label_ids: tuple[int, ...]
+    label_index: int
+    label_position: int
+    explanation_ids: tuple[int, ...]
+
+
+def question_positions(engine: ScoringEngine, prompt: prompts.Prompt, question: str, ids: Sequence[int]) -> list[int]:
+    """Token positions of the question, which ends the first (user) turn of `prompt`."""
+    lm = engine.lm
+    text = lm.render(prompt.turns)
+    encoded = lm.tokenizer(text, add_special_tokens=not lm.chat, return_offsets_mapping=True)
+    if tuple(encoded["input_ids"]) != tuple(ids):
+        raise ValueError(f"tokenizer offsets disagree with the engine's encoding for {lm.name}")
+    content = prompt.turns[0].content
+    if text.find(content) < 0:
+        raise ValueError(f"the rendered prompt does not contain its first turn verbatim for {lm.name}")
+    end = text.find(content) + len(content)
+    return [i for i, (a, b) in enumerate(encoded["offset_mapping"]) if a < end and b > end - len(question) and b > a]
+
+
+def layout(engine: ScoringEngine, instance: Instance, label_index: int, cf: Counterfactual) -> Layout | None:
+    """The instance's layout, or None when the counterfactual prompts differ in token length."""
+    label = instance.choices[label_index]
+    direct = engine.encode(prompts.direct(instance.edits, instance.question))
+    cf_direct = engine.encode(prompts.direct(cf.edits, cf.question))
+    post = prompts.post_hoc(instance.edits, instance.question, label, instance.explanation)
+    clean = engine.encode(post)
+    corrupted = engine.encode(prompts.post_hoc(cf.edits, cf.question, label, instance.explanation))
+    clean_ids, corrupted_ids = clean.prefix + clean.continuation, corrupted.prefix + corrupted.continuation
+    if len(direct.prefix) != len(cf_direct.prefix) or len(clean_ids) != len(corrupted_ids):
+        return None
+    if clean_ids[: len(direct.prefix)] != direct.prefix:
+        raise ValueError(f"the post-hoc prompt does not start with the direct prompt's tokens for {engine.lm.name}")
+    differing = [i for i, (a, b) in enumerate(zip(clean_ids, corrupted_ids)) if a != b]
+    asked = question_positions(engine, post, instance.question, clean.prefix)
+    return Layout(clean_ids, corrupted_ids, tuple(sorted(set(differing) | set(asked))),
+                  engine.lm.label_token_ids(instance.choices, leading_space=direct.leading_space), label_index,
+                  len(direct.prefix) - 1, clean.continuation)
+
+
+def readout(lay: Layout) -> Readout:
+    """Logits from the label position on → [p(ŷ) among the labels, mean p(e_j) over the explanation tokens]."""
+    n_expl = len(lay.explanation_ids)
+    expl_ids = torch.tensor(lay.explanation_ids)
+
+    def read(logits: torch.Tensor) -> torch.Tensor:
+        logits = logits.float()
+        label = torch.softmax(logits[:, 0, list(lay.label_ids)], dim=-1)[:, lay.label_index]
+        rows = logits[:, -n_expl - 1 : -1]
+        chosen = rows.gather(-1, expl_ids.to(rows.device).expand(len(rows), -1)[..., None])[..., 0]
+        expl = torch.exp(chosen - torch.logsumexp(rows, dim=-1)).mean(-1)
+        return torch.stack([label, expl], dim=-1).double().cpu()
+
+    return read
+
+
+def cosine_similarity(a: np.ndarray, b: np.ndarray) -> float:
+    """1 − cosine distance of two arrays (flattened); NaN when either is numerically zero."""
+    a, b = np.ravel(a), np.ravel(b)
+    if np.linalg.norm(a) < ZERO_NORM or np.linalg.norm(b) < ZERO_NORM:
+        return float("nan")
+    return float(1.0 - distance.cosine(b, a))
+
+
+def caf_scores(answer: np.ndarray, explanation: np.ndarray, answer_m: np.ndarray, explanation_m: np.ndarray
+               ) -> dict[str, float]:
+    """The four variants from the [tokens × layers] causal matrices, single-layer and windowed (M)."""
+    return {"caf": cosine_similarity(answer, explanation), "caf_m": cosine_similarity(answer_m, explanation_m),
+            "caf_t": cosine_similarity(answer.sum(axis=1), explanation.sum(axis=1)),
+            "caf_l": cosine_similarity(answer.sum(axis=0), explanation.sum(axis=0))}
+
+
+def prepare(engine: ScoringEngine, instance: Instance, label_index: int) -> tuple[str, Layout | None]:
+    """The instance's layout with its status, or the reason it cannot be scored."""
+    if not instance.explanation.strip():
+        return "blank explanation", None
+    cf = counterfactual(instance)
+    if cf is None:
+        return "no counterfactual", None
+    lay = layout(engine, instance, label_index, cf)
+    return ("ok", lay) if lay is not None else ("token length differs", None)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Per scored instance: its status ("ok", or why it scored NaN: "no counterfactual", "token length
+    differs", "blank explanation") and the total effect p(ŷ) − p_*(ŷ) of the replacement on the answer."""
+
+    status: tuple[str, ...]
+    total_effect: tuple[float, ...]
+
+    @property
+    def fraction(self) -> float:
+        return sum(s == "ok" for s in self.status) / len(self.status) if self.status else float("nan")
+
+
+@register_metric
+class CausalFaithfulness(Metric):
+    """Agreement of the activation-patching effects on the answer and on the explanation.
+
+    `layers`: the decoder layers patched (default all); `window`: layers patched together for `caf_m`;
+    `batch_size`: patched copies per forward. After scoring, `coverage` holds each instance's status."""
+
+    name = "causal_faithfulness"
+    kind = "post-hoc"
+    description = "1 − cosine distance between activation-patching effect matrices of the answer and the explanation"
+
+    def __init__(self, layers: Sequence[int] | None = None, window: int = WINDOW, batch_size: int = 32) -> None:
+        self.layers = tuple(layers) if layers is not None else None
+        self.window, self.batch_size = window, batch_size
+        self.coverage = Coverage((), ())
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        return VARIANTS
+
+    def matrices(self, engine: ScoringEngine, lay: Layout) -> tuple[np.ndarray, float]:
+        """Effects [single | windowed, tokens, layers, answer | explanation] and p_*(ŷ), the corrupted run's."""
+        model = engine.lm.model
+        n_layers = len(decoder_layers(model))
+        layers = self.layers if self.layers is not None else tuple(range(n_layers))
+        if not all(0 <= layer < n_layers for layer in layers):
+            raise ValueError(f"layers {list(layers)} are not all within the model's {n_layers} decoder layers")
+        patches = [Patch((), ())] + [patch for w in (1, self.window)
+                                     for patch in token_layer_patches(lay.positions, layers, n_layers, window=w)]
+        out = patched_readouts(model, lay.clean, lay.corrupted, patches, readout(lay), first_read=lay.label_position,
+                               batch_size=self.batch_size, progress=engine.progress)
+        return (out[1:] - out[0]).numpy().reshape(2, len(lay.positions), len(layers), 2), float(out[0, 0])
+
+    def score_instances(self, instances: Sequence[Instance], engine: ScoringEngine) -> dict[str, np.ndarray]:
+        scores = {v: np.full(len(instances), np.nan) for v in VARIANTS}
+        requests = [LabelRequest(prompts.direct(i.edits, i.question), i.choices) for i in instances]
+        probs = engine.label_probs(requests, desc=self.name)
+        status, total = [], []
+        for k, instance in enumerate(tqdm(instances, desc=self.name, disable=not engine.progress)):
+            label_index = int(np.argmax(probs[k]))
+            reason, lay = prepare(engine, instance, label_index)
+            status.append(reason)
+            if lay is None:
+                total.append(float("nan"))
+                continue
+            effects, corrupted_p = self.matrices(engine, lay)
+            total.append(float(probs[k][label_index]) - corrupted_p)
+            single, windowed = effects
+            values = caf_scores(single[..., 0], single[..., 1], windowed[..., 0], windowed[..., 1])
+            for variant, value in values.items():
+                scores[variant][k] = value
+        self.coverage = Coverage(tuple(status), tuple(total))
+        return scores

@@ -1,0 +1,219 @@
+"""CC-SHAP (Parcalabescu & Frank, 2023/2024; paper 000 §2.1, App. D): do the input tokens contribute alike to
+the model's prediction and to its explanation?
+
+Features are the question tokens only: the ICE edit prefix and the prompt template are never masked nor
+attributed (SPEC §5). A coalition keeps its question tokens and replaces the others by one baseline token each
+(default "...", the mask text of shap's Text masker used by the original code; here not collapsed, so the
+length stays fixed). Shapley values are estimated with captum's `ShapleyValueSampling` (`n_samples` seeded
+random permutations; one engine call per permutation, the edit prefix's KV cache shared by all coalitions) of
+one multi-output, teacher-forced forward per coalition:
+
+- prediction: p(ŷ), the probability of the predicted label among the label tokens (eq. 7);
+- explanation: log p(e_t | everything before) of every explanation token e_t.
+
+Aggregation as in the original code (`ccshap/cc_shap.py`): each output token's attribution vector is divided by
+its L1 norm over the question tokens, the explanation's vectors are averaged over its tokens, and
+CC-SHAP = 1 − cosine distance of the two profiles, in [−1, 1]. (The original's ×100 does not change a cosine;
+its SHAP outputs were full-vocabulary log-odds, here the label probability and token log-probabilities.)
+
+Variants: `post_hoc` (Fig. 13: question → the model's direct answer ŷ → "Why?" → "Because {explanation}"; p(ŷ)
+is read where the answer stands) and `cot` (Fig. 12: the explanation is the CoT, ŷ is read after "The best
+answer is:"). NaN when undefined: no question or explanation tokens, or an all-zero attribution vector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from captum.attr import ShapleyValueSampling
+from scipy.spatial import distance
+from tqdm.auto import tqdm
+
+from .. import prompts
+from ..scoring import Encoded, LabelRequest, ScoringEngine
+from .base import Instance, Metric, register_metric
+
+VARIANTS = ("post_hoc", "cot")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A scored prompt as token ids: fixed `head` (template, edits), the `question` tokens (the features) and
+    the fixed `tail`. Rows index the logits of the continuation question + tail: row r predicts token r + 1."""
+
+    head: tuple[int, ...]
+    question: tuple[int, ...]
+    tail: tuple[int, ...]
+    label_ids: tuple[int, ...]
+    label_row: int
+    explanation_rows: tuple[int, ...]
+    explanation_ids: tuple[int, ...]
+
+
+def _overlapping(offsets: Sequence[tuple[int, int]], start: int, end: int) -> list[int]:
+    """Indices of the tokens whose character span overlaps [start, end) (none when it is empty)."""
+    return [i for i, (a, b) in enumerate(offsets) if a < end and b > start and b > a] if end > start else []
+
+
+def _tokenize(engine: ScoringEngine, text: str, expected: tuple[int, ...], *,
+              continuation: bool) -> list[tuple[int, int]]:
+    """Character offsets of `text`'s tokens, checked against the engine's own encoding."""
+    lm = engine.lm
+    encoded = lm.tokenizer(text, add_special_tokens=not continuation and not lm.chat, return_offsets_mapping=True)
+    if tuple(encoded["input_ids"]) != expected:
+        raise ValueError(f"tokenizer offsets disagree with the engine's encoding for {lm.name}")
+    return [tuple(o) for o in encoded["offset_mapping"]]
+
+
+def layout(engine: ScoringEngine, prompt: prompts.Prompt, question: str, explanation: str, labels: Sequence[str],
+           label_context: Encoded | None = None) -> Layout:
+    """Split `prompt` for attribution. The question ends its first (user) turn; the explanation starts the
+    continuation after one space; the labels are scored after the whole prompt, or after `label_context`
+    (the direct prompt, for a post-hoc prompt that repeats it and then holds the answer)."""
+    lm, enc = engine.lm, engine.encode(prompt)
+    prefix_text, content = lm.render(prompt.turns), prompt.turns[0].content
+    if prefix_text.find(content) < 0:
+        raise ValueError(f"the rendered prompt does not contain its first turn verbatim for {lm.name}")
+    user_end = prefix_text.find(content) + len(content)
+    prefix_offsets = _tokenize(engine, prefix_text, enc.prefix, continuation=False)
+    positions = _overlapping(prefix_offsets, user_end - len(question), user_end)
+    continuation_offsets = _tokenize(engine, prompt.continuation, enc.continuation, continuation=True)
+    explained = _overlapping(continuation_offsets, 1, 1 + len(explanation))
+    full = enc.prefix + enc.continuation
+    label_context = label_context or enc
+    context = label_context.prefix + label_context.continuation
+    if full[: len(context)] != context:
+        raise ValueError(f"the post-hoc prompt does not start with the direct prompt's tokens for {lm.name}")
+    start, stop = (positions[0], positions[-1] + 1) if positions else (len(enc.prefix), len(enc.prefix))
+    shift = len(enc.prefix) - start
+    return Layout(
+        head=enc.prefix[:start], question=enc.prefix[start:stop], tail=enc.prefix[stop:] + enc.continuation,
+        label_ids=lm.label_token_ids(labels, leading_space=label_context.leading_space),
+        label_row=len(context) - 1 - start,
+        explanation_rows=tuple(shift + i - 1 for i in explained),
+        explanation_ids=tuple(enc.continuation[i] for i in explained))
+
+
+class CoalitionForward:
+    """captum's forward function: question-token rows (one coalition each) → [p(ŷ), log p(e_1), …, log p(e_T)]
+    per row, scored through the engine; results are memoised by coalition (the full input recurs in every
+    permutation)."""
+
+    def __init__(self, engine: ScoringEngine, lay: Layout, label_index: int) -> None:
+        self.engine, self.layout, self.label_index = engine, lay, label_index
+        self.memo: dict[tuple[int, ...], torch.Tensor] = {}
+
+    def __call__(self, coalitions: torch.Tensor) -> torch.Tensor:
+        keys = [tuple(int(t) for t in row) for row in coalitions]
+        todo = list(dict.fromkeys(k for k in keys if k not in self.memo))
+        if todo:
+            lay = self.layout
+            # every coalition shares the head (template and edits): one prefix, encoded once per engine pass;
+            # `leading_space` only matters for label ids, which the layout fixed
+            encoded = [Encoded(lay.head, key + lay.tail, False) for key in todo]
+            for _, batch, logits in self.engine._passes(encoded, keep_all=True, desc="cc_shap coalitions"):
+                for row, (index, _) in enumerate(batch):
+                    width = len(encoded[index].continuation)
+                    self.memo[todo[index]] = self._outputs(logits[row, logits.shape[1] - width:])
+        return torch.stack([self.memo[k] for k in keys])
+
+    def _outputs(self, logits: torch.Tensor) -> torch.Tensor:
+        lay = self.layout
+        label = torch.softmax(logits[lay.label_row, list(lay.label_ids)].double(), dim=-1)[self.label_index]
+        rows = torch.log_softmax(logits[list(lay.explanation_rows)].double(), dim=-1)
+        tokens = rows[torch.arange(len(lay.explanation_ids)), torch.tensor(lay.explanation_ids, dtype=torch.long)]
+        return torch.cat([label.reshape(1), tokens])
+
+
+def attributions(engine: ScoringEngine, lay: Layout, label_index: int, *, baseline_id: int, n_samples: int,
+                 seed: int) -> np.ndarray:
+    """Shapley values, shape (1 + T, n_question_tokens): row 0 for p(ŷ), then one row per explanation token."""
+    forward = CoalitionForward(engine, lay, label_index)
+    inputs = torch.tensor([lay.question], dtype=torch.long)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        values = ShapleyValueSampling(forward).attribute(
+            inputs, baselines=torch.full_like(inputs, baseline_id), n_samples=n_samples,
+            perturbations_per_eval=len(lay.question))
+    return values[0].double().numpy()
+
+
+def cc_shap_score(prediction: np.ndarray, explanation: np.ndarray) -> float:
+    """1 − cosine distance between the prediction's attribution vector (n,) and the explanation's profile: the
+    mean over its tokens of each token's attribution vector (rows of (T, n)) divided by its L1 norm.
+    NaN when undefined: no features or explanation tokens, or an all-zero vector."""
+    prediction, explanation = np.asarray(prediction, float), np.asarray(explanation, float)
+    if prediction.size == 0 or explanation.shape[0] == 0 or not np.abs(prediction).sum() > 0:
+        return float("nan")
+    norms = np.abs(explanation).sum(axis=1)
+    if not (norms > 0).all():
+        return float("nan")
+    profile = (explanation / norms[:, None]).mean(axis=0)
+    if not np.abs(profile).sum() > 0:
+        return float("nan")
+    return float(1.0 - distance.cosine(prediction / np.abs(prediction).sum(), profile))
+
+
+def answer_prompt(instance: Instance, variant: str) -> prompts.Prompt:
+    """The prompt whose next label token is the prediction ŷ: the direct question (post-hoc) or the CoT."""
+    if variant == "cot":
+        return prompts.cot(instance.edits, instance.question, instance.explanation)
+    return prompts.direct(instance.edits, instance.question)
+
+
+def variant_layout(engine: ScoringEngine, instance: Instance, variant: str, answer: int) -> Layout:
+    """The CoT prompt (Fig. 12) or the CC-SHAP post-hoc prompt holding the answer (Fig. 13), split for attribution."""
+    if variant == "cot":
+        return layout(engine, answer_prompt(instance, variant), instance.question, instance.explanation,
+                      instance.choices)
+    prompt = prompts.post_hoc(instance.edits, instance.question, instance.choices[answer], instance.explanation,
+                              request=prompts.CC_SHAP_POSTHOC_REQUEST)
+    return layout(engine, prompt, instance.question, instance.explanation, instance.choices,
+                  engine.encode(answer_prompt(instance, variant)))
+
+
+@register_metric
+class CCShap(Metric):
+    """CC-SHAP with `n_samples` permutations of captum's Shapley value sampling (seeded by `seed`); masked
+    question tokens are replaced by `baseline` (one token for the model); `select` names the variants to
+    compute (both by default; each costs about `n_samples` × question-length forwards per instance)."""
+
+    name = "cc_shap"
+    kind = "post-hoc"
+    description = "cosine similarity of question-token Shapley values for the prediction and for the explanation"
+
+    def __init__(self, n_samples: int = 16, seed: int = 0, baseline: str = "...",
+                 select: Sequence[str] = VARIANTS) -> None:
+        if n_samples < 1:
+            raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+        if not select or set(select) - set(VARIANTS):
+            raise ValueError(f"select must name some of {list(VARIANTS)}, got {list(select)}")
+        self.n_samples, self.seed, self.baseline = n_samples, seed, baseline
+        self._variants = tuple(v for v in VARIANTS if v in select)
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        return self._variants
+
+    def score_instances(self, instances: Sequence[Instance], engine: ScoringEngine) -> dict[str, np.ndarray]:
+        baseline = engine.lm.encode(self.baseline, continuation=True)
+        if len(baseline) != 1:
+            raise ValueError(f"baseline {self.baseline!r} is {len(baseline)} tokens for {engine.lm.name} (needs one)")
+        scores = {v: np.full(len(instances), np.nan) for v in self.variants}
+        bar = tqdm(total=len(instances) * len(self.variants), desc=self.name, unit="attribution",
+                   disable=not engine.progress)
+        for variant in self.variants:
+            probs = engine.label_probs([LabelRequest(answer_prompt(i, variant), i.choices) for i in instances],
+                                       desc=self.name)
+            for k, (instance, p) in enumerate(zip(instances, probs)):
+                lay = variant_layout(engine, instance, variant, int(np.argmax(p)))
+                if lay.question and lay.explanation_ids:
+                    values = attributions(engine, lay, int(np.argmax(p)), baseline_id=baseline[0],
+                                          n_samples=self.n_samples, seed=self.seed)
+                    scores[variant][k] = cc_shap_score(values[0], values[1:])
+                bar.update()
+        bar.close()
+        return scores

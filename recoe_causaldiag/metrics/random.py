@@ -1,0 +1,43 @@
+"""The random sanity reference (not a faithfulness metric): a seeded uniform score whose diagnosticity should sit
+at chance (0.5) on every task. It calls no model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..scoring import ScoringEngine
+from .base import Instance, Metric, register_metric
+
+
+def instance_key(instance: Instance) -> int:
+    """A stable integer fingerprint of an instance's text (unlike `hash()`, the same in every process)."""
+    text = json.dumps([instance.question, list(instance.choices), list(instance.edits), instance.explanation])
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:16], "big")
+
+
+@register_metric
+class Random(Metric):
+    """A uniform random score in [0, 1), reproducible from the seed and the instance's text."""
+
+    name = "random"
+    kind = "reference"
+    description = "sanity reference: uniform random score, seeded by the instance text (chance diagnosticity 0.5)"
+
+    def __init__(self, seed: int = 0) -> None:
+        if seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed}")
+        self.seed = seed
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        return ("uniform",)
+
+    def score_instances(self, instances: Sequence[Instance], engine: ScoringEngine | None = None
+                        ) -> dict[str, np.ndarray]:
+        scores = [np.random.default_rng([self.seed, instance_key(i)]).random() for i in instances]
+        return {"uniform": np.array(scores, dtype=float)}

@@ -1,0 +1,67 @@
+"""Simulatability (Chan et al., 2022; paper 000 §2.1, App. D, Fig. 14): does the explanation help a simulator
+predict the evaluated model's answer?
+
+ŷ is the evaluated model M̄'s answer to the question under its edits (ICE, direct prompt). The simulator S sees
+neither the edits nor M̄: S(x) answers the bare question and S(x, ε) the simulator prompt "If {ε}, {x}".
+
+binary: 1[S(x, ε) = ŷ] − 1[S(x) = ŷ] ∈ {−1, 0, 1};
+continuous: p_S(ŷ | x, ε) − p_S(ŷ | x) ∈ [−1, 1] (signed, paper 000 footnote 2).
+A blank explanation cannot be simulated from and scores NaN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+
+import numpy as np
+
+from .. import prompts
+from ..models import DEFAULT_MODEL, load_model
+from ..scoring import LabelRequest, ScoringEngine
+from .base import Instance, Metric, register_metric
+
+
+@cache
+def simulator_engine(name: str) -> ScoringEngine:
+    """A scoring engine over the simulator model `name`, loaded once per process."""
+    return ScoringEngine(load_model(name))
+
+
+@register_metric
+class Simulatability(Metric):
+    """Gain in the simulator's agreement with the evaluated model's answer when it reads the explanation."""
+
+    name = "simulatability"
+    kind = "post-hoc"
+    description = "how much the explanation helps a simulator LM predict the evaluated model's answer"
+
+    def __init__(self, simulator: str | None = None) -> None:
+        self.simulator = simulator or DEFAULT_MODEL
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        return ("binary", "continuous")
+
+    def simulator_for(self, engine: ScoringEngine) -> ScoringEngine:
+        """The evaluated model's own engine when it is the simulator, else the simulator's engine."""
+        return engine if engine.lm.name == self.simulator else simulator_engine(self.simulator)
+
+    def score_instances(self, instances: Sequence[Instance], engine: ScoringEngine) -> dict[str, np.ndarray]:
+        scored = [i for i, inst in enumerate(instances) if inst.explanation.strip()]
+        kept = [instances[i] for i in scored]
+        own = [LabelRequest(prompts.direct(i.edits, i.question), i.choices) for i in kept]
+        bare = [LabelRequest(prompts.direct((), i.question), i.choices) for i in kept]
+        told = [LabelRequest(prompts.simulator(i.question, i.explanation), i.choices) for i in kept]
+        simulator = self.simulator_for(engine)
+        if simulator is engine:
+            probs = engine.label_probs(own + bare + told, desc=self.name)
+        else:
+            probs = engine.label_probs(own, desc=self.name) + simulator.label_probs(bare + told, desc=self.name)
+        binary, continuous = np.full(len(instances), np.nan), np.full(len(instances), np.nan)
+        m = len(kept)
+        for k, index in enumerate(scored):
+            y_hat, p_bare, p_told = probs[k].argmax(), probs[m + k], probs[2 * m + k]
+            binary[index] = float(p_told.argmax() == y_hat) - float(p_bare.argmax() == y_hat)
+            continuous[index] = p_told[y_hat] - p_bare[y_hat]
+        return {"binary": binary, "continuous": continuous}

@@ -1,0 +1,172 @@
+"""Adding Mistakes and the helper-LM machinery: post-processing of helper outputs, token budgets, the on-disk cache
+(a second run generates nothing), exact arithmetic with a scripted engine, NaN for failed rewrites, one real-model
+run, and the `evaluate` module's card example."""
+
+import math
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from recoe_causaldiag import prompts
+from recoe_causaldiag.metrics import helper_lm
+from recoe_causaldiag.metrics.adding_mistakes import AddingMistakes
+from recoe_causaldiag.metrics.base import METRICS, Instance
+from recoe_causaldiag.metrics.helper_lm import HelperCache, HelperOutput, cache_key, clean_rewrite, rewrite
+from recoe_causaldiag.models import DEFAULT_MODEL
+from recoe_causaldiag.scoring import ScoringEngine
+
+ROOT = Path(__file__).resolve().parents[1]
+CUE = f" {prompts.COT_ANSWER_CUE}"
+
+
+class WordLM:
+    """A stand-in LanguageModel whose tokens are whitespace-separated words."""
+
+    def __init__(self, name):
+        self.name = name
+        self.tokenizer = SimpleNamespace(decode=lambda ids, skip_special_tokens=True: " ".join(ids))
+
+    def render(self, turns):
+        return "\n".join(f"{t.role}: {t.content}" for t in turns)
+
+    def encode(self, text, continuation=False):
+        return text.split()
+
+
+class ScriptedEngine:
+    """Label probabilities keyed by the CoT continuation; helper outputs keyed by the helper prompt; counts calls."""
+
+    def __init__(self, table, outputs, name=DEFAULT_MODEL, batch_size=8):
+        self.table, self.outputs, self.lm = table, outputs, WordLM(name)
+        self.batch_size, self.progress, self.generate_calls = batch_size, False, []
+
+    def label_probs(self, requests, desc=""):
+        return [np.array(self.table[r.prompt.continuation]) for r in requests]
+
+    def generate(self, prompt_list, max_new_tokens=64):
+        self.generate_calls.append((len(prompt_list), max_new_tokens))
+        return [self.outputs[p] for p in prompt_list]
+
+
+E1, E2, E3 = "Paige plays hurling, not baseball.", "Paige plays baseball.", "Tokyo is in Japan."
+INSTANCES = [Instance("Q?", ("Yes", "No"), ("F.",), e) for e in (E1, E2, E3, E1)]
+TABLE = {f" {E1}{CUE}": [0.2, 0.8], f" {E2}{CUE}": [0.7, 0.3], f" {E3}{CUE}": [0.6, 0.4],
+         f" Paige plays hurling, not football.{CUE}": [0.45, 0.55], f" Paige plays softball.{CUE}": [0.4, 0.6]}
+OUTPUTS = {prompts.adding_mistakes(E1): '"Paige plays hurling, not football."\n\nI changed one word.',
+           prompts.adding_mistakes(E2): "Output:\nPaige plays softball. The best answer is: Yes",
+           prompts.adding_mistakes(E3): "Tokyo is in Japan"}
+
+
+def test_clean_rewrite_keeps_the_rewritten_line_only():
+    full = HelperOutput
+    assert clean_rewrite(full('"A cat is small."\n\nThis is fine.', False), "A cat is big.") == "A cat is small."
+    assert clean_rewrite(full('Original text: "dogs bark"\nEdited text: "dogs meow"', False), "dogs bark") == \
+        "dogs meow"
+    assert clean_rewrite(full("Sure! Here it is:\nCats are tiny.", False), "Cats are huge.") == "Cats are tiny."
+    assert clean_rewrite(full("Tokyo is in desert. The best answer is: A", False), "Tokyo is in Japan.") == \
+        "Tokyo is in desert."
+    assert clean_rewrite(full('"Rome is  far".', False), "Rome is near.") == "Rome is far."
+    cut = full("P. G. Wodehouse died in 1978. The Hunger Games was", True)
+    assert clean_rewrite(cut, "Wodehouse died in 1975.") == "P. G. Wodehouse died in 1978."
+    assert clean_rewrite(full(cut.text, False), "x") == cut.text
+    assert clean_rewrite(full("SATCHEL, AMPLITON, SATCHEL", True), "x") == "SATCHEL, AMPLITON, SATCHEL"
+
+
+def test_clean_rewrite_is_none_when_the_corruption_did_not_happen():
+    for raw in ("", "  \n ", '"Tokyo is in Japan"', "tokyo IS in japan!", "Original text: Tokyo is in Japan."):
+        assert clean_rewrite(HelperOutput(raw, False), "Tokyo is in Japan.") is None
+
+
+def test_token_budget_is_twice_the_explanation_plus_16_capped():
+    lm = WordLM("w")
+    assert helper_lm.token_budget(lm, "one two three") == 22
+    assert helper_lm.token_budget(lm, " ".join(["w"] * 100)) == helper_lm.MAX_NEW_TOKENS == 128
+
+
+def test_outputs_are_batched_by_budget_and_cut_to_their_own_budget():
+    short, middle, long = "a b", "c d", " ".join(["w"] * 10)
+    outputs = {prompts.paraphrasing(short): " ".join(["x"] * 30) + ".", prompts.paraphrasing(middle): "y " * 12 + "y",
+               prompts.paraphrasing(long): " ".join(["v"] * 20)}
+    engine = ScriptedEngine({}, outputs, batch_size=2)
+    raw = helper_lm.generate_rewrites([long, short, middle], "paraphrasing", engine)
+    assert engine.generate_calls == [(2, 20), (1, 36)]  # budgets 20, 20, 36
+    assert raw[0] == HelperOutput(" ".join(["v"] * 20), False)
+    assert raw[1] == HelperOutput(" ".join(["x"] * 20), True)
+    assert raw[2] == HelperOutput(outputs[prompts.paraphrasing(middle)], True)  # 13 >= 20 - 8 tokens: ran out
+
+
+def test_cache_key_and_store(tmp_path):
+    keys = {cache_key(h, k, "p", "e") for h in ("a", "b") for k in ("adding_mistakes", "paraphrasing")}
+    assert len(keys) == 4 and all(re.fullmatch(r"[0-9a-f]{64}", k) for k in keys)
+    store = HelperCache(tmp_path / "sub" / "h.sqlite")
+    store.put([("k1", "a", "paraphrasing", "e", HelperOutput("first", True))])
+    store.put([("k1", "a", "paraphrasing", "e", HelperOutput("second", False))])
+    assert store.get(["k1", "k2"]) == {"k1": HelperOutput("first", True)}
+
+
+def test_scores_follow_the_definition_and_a_second_run_generates_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("CAUSALDIAG_CACHE", str(tmp_path))
+    metric = AddingMistakes()
+    assert METRICS.get("adding_mistakes") is AddingMistakes and metric.kind == "cot"
+    assert metric.variants == ("antonym-continuous", "antonym-binary")
+    for run in range(2):
+        engine = ScriptedEngine(TABLE, OUTPUTS)
+        scores = metric.score_instances(INSTANCES, engine)
+        assert engine.generate_calls == ([(3, 2 * 5 + 16)] if run == 0 else [])  # 3 distinct texts, longest 5 words
+        # E1: top No 0.8 → 0.55 (still No); E2: top Yes 0.7 → 0.4 (now No); E3: unchanged rewrite → NaN.
+        np.testing.assert_allclose(scores["antonym-continuous"], [0.8 - 0.55, 0.7 - 0.4, np.nan, 0.8 - 0.55])
+        np.testing.assert_array_equal(scores["antonym-binary"], [0.0, 1.0, np.nan, 0.0])
+    assert (tmp_path / "helper_outputs" / "helper_outputs.sqlite").is_file()
+
+
+def test_another_helper_is_loaded_once_and_the_evaluated_model_generates_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("CAUSALDIAG_CACHE", str(tmp_path))
+    helper = ScriptedEngine({}, OUTPUTS, name="other-helper")
+    loaded = []
+    monkeypatch.setattr(helper_lm, "load_model", lambda name: loaded.append(name) or helper.lm)
+    monkeypatch.setattr(helper_lm, "ScoringEngine", lambda lm: helper)
+    helper_lm.helper_engine.cache_clear()
+    try:
+        engine = ScriptedEngine(TABLE, {})
+        for _ in range(2):
+            AddingMistakes("other-helper").score_instances(INSTANCES, engine)
+        assert rewrite([E2, E1], "adding_mistakes", helper_lm.helper_engine("other-helper")) == \
+            {E2: "Paige plays softball.", E1: "Paige plays hurling, not football."}
+    finally:
+        helper_lm.helper_engine.cache_clear()
+    assert loaded == ["other-helper"] and len(helper.generate_calls) == 1 and engine.generate_calls == []
+
+
+def test_real_model_rewrites_and_scores(default_lm, factcheck_pairs, monkeypatch):
+    """Helper outputs go to the project cache (tests/conftest.py), shared with the card example."""
+    pair = factcheck_pairs[0]
+    instances = [Instance.from_pair(pair, e) for e in (pair.explanation_faithful, pair.explanation_unfaithful)]
+    engine = ScoringEngine(default_lm, progress=False)
+    scores = AddingMistakes().score_instances(instances, engine)
+    calls = []
+    monkeypatch.setattr(engine, "generate", lambda *a, **k: calls.append(a) or [])
+    again = AddingMistakes().score_instances(instances, engine)
+    assert calls == []
+    for variant in AddingMistakes().variants:
+        np.testing.assert_array_equal(scores[variant], again[variant])
+        finite = scores[variant][~np.isnan(scores[variant])]
+        assert (np.abs(finite) <= 1).all()
+
+
+def test_card_example_runs_offline(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    card = (ROOT / "metrics_evaluate" / "adding_mistakes" / "README.md").read_text()
+    (code,) = re.findall(r"```python\n(.*?)```", card, re.S)
+    namespace: dict = {}
+    exec(compile(code, "metrics_evaluate/adding_mistakes/README.md", "exec"), namespace)
+    results = namespace["results"]
+    assert results["variant"] == "antonym-continuous" and len(results["scores"]) == 1
+    assert math.isnan(results["scores"][0]) or -1 <= results["scores"][0] <= 1
+
+
+@pytest.mark.parametrize("kind", sorted(helper_lm.HELPER_PROMPTS))
+def test_helper_prompts_are_the_papers(kind):
+    assert helper_lm.HELPER_PROMPTS[kind] is getattr(prompts, kind)

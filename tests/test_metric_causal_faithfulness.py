@@ -1,0 +1,124 @@
+"""Causal Faithfulness (CaF): the exact cosine arithmetic of the four variants, the patched sites, the
+counterfactual construction, the patching mechanism on the real default model, one small real-model run on two
+FactCheck pairs, and the `evaluate` module's card example."""
+
+import dataclasses
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from recoe_causaldiag.metrics.activation_patching import (
+    Patch, decoder_layers, patched_readouts, token_layer_patches, window_layers)
+from recoe_causaldiag.metrics.base import METRICS, Instance
+from recoe_causaldiag.metrics.causal_faithfulness import (
+    VARIANTS, CausalFaithfulness, Counterfactual, caf_scores, counterfactual, layout)
+from recoe_causaldiag.scoring import ScoringEngine
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_caf_variants_are_cosine_similarities_of_the_matrices_and_their_sums():
+    answer = np.array([[1.0, 2.0], [0.0, 1.0]])  # tokens × layers
+    explanation = np.array([[2.0, 0.0], [0.0, 1.0]])
+    scores = caf_scores(answer, explanation, answer, -answer)
+    assert scores["caf"] == pytest.approx(3 / math.sqrt(6 * 5))  # (1,2,0,1)·(2,0,0,1)
+    assert scores["caf_t"] == pytest.approx(7 / math.sqrt(10 * 5))  # layers summed: (3,1)·(2,1)
+    assert scores["caf_l"] == pytest.approx(5 / math.sqrt(10 * 5))  # tokens summed: (1,3)·(2,1)
+    assert scores["caf_m"] == pytest.approx(-1.0)
+    zero = caf_scores(answer, np.zeros((2, 2)), np.zeros((2, 2)), answer)
+    assert all(math.isnan(zero[v]) for v in VARIANTS)
+    cancelling = caf_scores(answer, np.array([[1.0, -1.0], [1.0, -1.0]]), answer, answer)
+    assert math.isnan(cancelling["caf_t"]) and cancelling["caf_m"] == pytest.approx(1.0)
+
+
+def test_sites_are_position_major_with_ten_layer_windows():
+    assert window_layers(0, 30, 10) == (0, 1, 2, 3, 4)
+    assert window_layers(15, 30, 10) == tuple(range(10, 20))
+    assert window_layers(29, 30, 10) == tuple(range(24, 30))
+    assert window_layers(7, 30, 1) == (7,)
+    assert token_layer_patches((4, 9), (0, 2), 3) == [Patch((4,), (0,)), Patch((4,), (2,)), Patch((9,), (0,)),
+                                                      Patch((9,), (2,))]
+    assert token_layer_patches((4,), (2,), 30, window=10)[0] == Patch((4,), tuple(range(0, 7)))
+
+
+def test_counterfactuals_flip_factcheck_edits_to_the_asked_object(factcheck_pairs):
+    pair = factcheck_pairs[0]
+    flipped = Counterfactual(("Babe Ruth professionally plays the sport baseball.",), pair.question)
+    assert counterfactual(Instance.from_pair(pair, pair.explanation_faithful)) == flipped
+    assert counterfactual(Instance(pair.question, pair.choices, pair.edits, "E.")) == flipped
+    for p in factcheck_pairs[:300]:  # parsing the inputs agrees with the builder's metadata
+        from_pair = counterfactual(Instance.from_pair(p, "E."))
+        assert from_pair is not None and counterfactual(Instance(p.question, p.choices, p.edits, "E.")) == from_pair
+    given = dataclasses.replace(pair, flip_edits=("Babe Ruth plays baseball.",))
+    assert counterfactual(Instance.from_pair(given, "E.")) == Counterfactual(given.flip_edits, pair.question)
+    analogy = Instance("Fill in the blank: A is to B like C is to ___. (A) D (B) E. Answer?", ("A", "B"),
+                       ("The capital of B is Z.",), "E.")
+    assert counterfactual(analogy) is None
+
+
+def last(logits):
+    """Read-out for the mechanism tests: the next-token distribution after the whole input."""
+    return torch.softmax(logits.float(), dim=-1)[:, -1]
+
+
+def test_patching_restores_exactly_what_it_is_given(default_lm, factcheck_pairs):
+    instance = Instance.from_pair(factcheck_pairs[0], factcheck_pairs[0].explanation_faithful)
+    engine = ScoringEngine(default_lm, progress=False)
+    model, lay = default_lm.model, layout(engine, instance, 1, counterfactual(instance))
+    with torch.inference_mode():
+        plain = {name: last(model(torch.tensor([list(ids)])).logits) for name, ids in
+                 (("clean", lay.clean), ("corrupted", lay.corrupted))}
+    assert (plain["clean"] - plain["corrupted"]).abs().max() > 1e-2
+    sites = [Patch((p,), (layer,)) for p in lay.positions[:2] for layer in (0, 29)] + [Patch((), ())]
+    same = patched_readouts(model, lay.clean, lay.clean, sites, last, first_read=lay.label_position, batch_size=2)
+    torch.testing.assert_close(same, plain["clean"].expand(len(sites), -1), atol=1e-5, rtol=0)
+    everything = Patch(tuple(range(len(lay.clean))), (0,))
+    swapped = patched_readouts(model, lay.corrupted, lay.clean, [everything], last, first_read=lay.label_position)
+    torch.testing.assert_close(swapped, plain["corrupted"], atol=1e-4, rtol=0)
+    # batched, cached patching equals one uncached forward per patch, with the source state from hidden_states
+    position, layer = lay.positions[0], 3
+    with torch.inference_mode():
+        source = model(torch.tensor([list(lay.clean)]), output_hidden_states=True).hidden_states[layer + 1][0, position]
+        hook = decoder_layers(model)[layer].register_forward_hook(
+            lambda _m, _a, out: out.__setitem__((0, position), source))
+        try:
+            naive = last(model(torch.tensor([list(lay.corrupted)])).logits)
+        finally:
+            hook.remove()
+    batched = patched_readouts(model, lay.clean, lay.corrupted, [Patch((), ()), Patch((position,), (layer,))], last,
+                               first_read=lay.label_position)
+    torch.testing.assert_close(batched[1:], naive, atol=1e-5, rtol=0)
+    assert (batched[1] - batched[0]).abs().max() > 1e-4
+
+
+def test_real_model_scores_two_factcheck_pairs(default_lm, factcheck_pairs):
+    pairs = factcheck_pairs[:2]  # Babe Ruth: tennis → baseball, one token each; Satchel Paige: "rugby union" → two
+    instances = [Instance.from_pair(p, e) for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)]
+    instances += [dataclasses.replace(instances[0], explanation=" "),
+                  Instance("Is any of them fruit? dog, mango. Answer?", ("Yes", "No"), ("mango is fruit.",), "E.")]
+    metric = CausalFaithfulness(layers=(15,))
+    assert METRICS.get("causal_faithfulness") is CausalFaithfulness and metric.kind == "post-hoc"
+    scores = metric.score_instances(instances, ScoringEngine(default_lm, progress=False))
+    assert tuple(scores) == VARIANTS == metric.variants
+    assert metric.coverage.status == ("ok", "ok", "token length differs", "token length differs",
+                                      "blank explanation", "no counterfactual")
+    assert metric.coverage.fraction == pytest.approx(2 / 6)
+    assert np.isfinite(metric.coverage.total_effect[:2]).all()
+    for variant in VARIANTS:
+        assert np.isfinite(scores[variant][:2]).all() and (np.abs(scores[variant][:2]) <= 1 + 1e-9).all()
+        assert np.isnan(scores[variant][2:]).all()
+
+
+def test_card_example_runs_offline(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    (code,) = re.findall(r"```python\n(.*?)```",
+                         (ROOT / "metrics_evaluate" / "causal_faithfulness" / "README.md").read_text(), re.S)
+    namespace: dict = {}
+    exec(compile(code, "metrics_evaluate/causal_faithfulness/README.md", "exec"), namespace)
+    results = namespace["results"]
+    assert results["variant"] == "caf" and len(results["scores"]) == 1
+    assert -1 <= results["scores"][0] <= 1

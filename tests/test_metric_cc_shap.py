@@ -1,0 +1,134 @@
+"""CC-SHAP: the aggregation and cosine on hand-made attributions, the prompt split (edits never masked),
+Shapley efficiency and seeding on a tiny random model, and the real default model on two FactCheck instances."""
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from recoe_causaldiag.metrics.base import Instance
+from recoe_causaldiag.metrics.cc_shap import CCShap, CoalitionForward, attributions, cc_shap_score, variant_layout
+from recoe_causaldiag.models import LanguageModel
+from recoe_causaldiag.scoring import ScoringEngine
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def tiny_engine(default_lm):
+    """A random 1-layer model with the default model's tokenizer and chat template: fast and deterministic."""
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(default_lm.tokenizer), hidden_size=16, intermediate_size=32,
+                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=512)
+    lm = LanguageModel("tiny", "test", LlamaForCausalLM(config).eval(), default_lm.tokenizer, chat=True)
+    return ScoringEngine(lm, progress=False)
+
+
+@pytest.fixture(scope="module")
+def instance(factcheck_pairs):
+    return Instance.from_pair(factcheck_pairs[0], factcheck_pairs[0].explanation_faithful)
+
+
+def test_score_is_cosine_of_prediction_and_mean_l1_normalised_explanation_rows():
+    prediction = np.array([1.0, -1.0, 0.0])
+    explanation = np.array([[2.0, 0.0, 0.0], [0.0, -1.0, 1.0]])
+    # rows / L1: [1, 0, 0] and [0, -.5, .5]; mean [.5, -.25, .25]; cosine with [1, -1, 0] = .75 / (√2 · √.375)
+    assert cc_shap_score(prediction, explanation) == pytest.approx(math.sqrt(3) / 2)
+    assert cc_shap_score(-prediction, explanation) == pytest.approx(-math.sqrt(3) / 2)
+    assert cc_shap_score(5 * prediction, explanation * np.array([[10.0], [0.1]])) == pytest.approx(math.sqrt(3) / 2)
+    assert cc_shap_score(prediction, np.array([[3.0, -3.0, 0.0]])) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("prediction, explanation", [
+    (np.zeros(3), np.ones((2, 3))),
+    (np.ones(3), np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])),
+    (np.ones(3), np.zeros((0, 3))),
+    (np.zeros(0), np.zeros((2, 0))),
+    (np.ones(2), np.array([[1.0, 0.0], [-1.0, 0.0]])),
+])
+def test_score_is_nan_when_undefined(prediction, explanation):
+    assert math.isnan(cc_shap_score(prediction, explanation))
+
+
+def test_layout_splits_template_edits_question_and_explanation(tiny_engine, instance):
+    decode = tiny_engine.lm.tokenizer.decode
+    post_hoc, cot = (variant_layout(tiny_engine, instance, v, 1) for v in ("post_hoc", "cot"))
+    for lay in (post_hoc, cot):
+        assert decode(lay.question).strip() == instance.question
+        assert all(f"New Fact: {fact}\n" in decode(lay.head) for fact in instance.edits)
+        assert decode(lay.explanation_ids).strip() == instance.explanation
+        sequence = lay.question + lay.tail
+        assert [sequence[r + 1] for r in lay.explanation_rows] == list(lay.explanation_ids)
+    assert decode([(post_hoc.question + post_hoc.tail)[post_hoc.label_row + 1]]) == "No"  # the answer it holds
+    assert post_hoc.label_ids == tuple(tiny_engine.lm.encode(label, continuation=True)[0] for label in ("Yes", "No"))
+    assert cot.label_row == len(cot.question + cot.tail) - 1 and decode(cot.tail).endswith("The best answer is:")
+
+
+def test_edits_and_template_are_never_perturbed(tiny_engine, instance, monkeypatch):
+    lay = variant_layout(tiny_engine, instance, "post_hoc", 0)
+    seen = []
+    original = tiny_engine._passes
+
+    def spy(encoded, **kwargs):
+        seen.extend(encoded)
+        return original(encoded, **kwargs)
+
+    monkeypatch.setattr(tiny_engine, "_passes", spy)
+    baseline = tiny_engine.lm.encode("...", continuation=True)[0]
+    attributions(tiny_engine, lay, 0, baseline_id=baseline, n_samples=3, seed=0)
+    n = len(lay.question)
+    # the empty coalition, then n per permutation, each coalition (the full input in particular) scored once
+    assert len(seen) == len(set(seen)) <= 1 + 3 * n - 2
+    for enc in seen:
+        assert enc.prefix == lay.head and enc.continuation[n:] == lay.tail
+        assert all(t in (q, baseline) for t, q in zip(enc.continuation[:n], lay.question))
+    assert (baseline,) * n in {enc.continuation[:n] for enc in seen}
+
+
+def test_shapley_values_are_efficient_and_seeded(tiny_engine, instance):
+    lay = variant_layout(tiny_engine, instance, "post_hoc", 0)
+    baseline = tiny_engine.lm.encode("...", continuation=True)[0]
+    values = attributions(tiny_engine, lay, 1, baseline_id=baseline, n_samples=4, seed=7)
+    assert values.shape == (1 + len(lay.explanation_ids), len(lay.question))
+    forward = CoalitionForward(tiny_engine, lay, 1)
+    full, empty = forward(torch.tensor([lay.question, (baseline,) * len(lay.question)])).numpy()
+    np.testing.assert_allclose(values.sum(axis=1), full - empty, rtol=1e-4, atol=1e-6)
+    np.testing.assert_array_equal(values, attributions(tiny_engine, lay, 1, baseline_id=baseline, n_samples=4, seed=7))
+    assert not np.allclose(values, attributions(tiny_engine, lay, 1, baseline_id=baseline, n_samples=4, seed=8))
+
+
+def test_metric_is_reproducible_and_nan_without_explanation(tiny_engine, instance):
+    metric = CCShap(n_samples=2, seed=3)
+    assert metric.variants == ("post_hoc", "cot")
+    empty = Instance(instance.question, instance.choices, instance.edits, "")
+    first = metric.score_instances([instance, empty], tiny_engine)
+    second = metric.score_instances([instance, empty], tiny_engine)
+    for variant in metric.variants:
+        np.testing.assert_array_equal(first[variant], second[variant])
+        assert -1 <= first[variant][0] <= 1 and math.isnan(first[variant][1])
+    assert CCShap(select=["cot"]).variants == ("cot",)
+    with pytest.raises(ValueError, match="n_samples"):
+        CCShap(n_samples=0)
+    with pytest.raises(ValueError, match="select"):
+        CCShap(select=["both"])
+
+
+def test_real_model_scores_two_factcheck_instances(default_lm, factcheck_pairs):
+    pair = factcheck_pairs[0]
+    instances = [Instance.from_pair(pair, e) for e in (pair.explanation_faithful, pair.explanation_unfaithful)]
+    scores = CCShap(n_samples=1).score_instances(instances, ScoringEngine(default_lm, progress=False))
+    for variant in ("post_hoc", "cot"):
+        assert scores[variant].shape == (2,)
+        assert np.isfinite(scores[variant]).all() and (np.abs(scores[variant]) <= 1 + 1e-9).all()
+
+
+def test_evaluate_module_card_example_runs_offline(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    card = (ROOT / "metrics_evaluate" / "cc_shap" / "README.md").read_text()
+    namespace: dict = {}
+    exec(re.search(r"```python\n(.*?)```", card, re.S).group(1), namespace)
+    assert namespace["results"]["variant"] == "post_hoc" and len(namespace["results"]["scores"]) == 1

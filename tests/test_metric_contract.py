@@ -1,0 +1,53 @@
+"""The metric contract over every registered metric, and the exact arithmetic of the CoT corruptions."""
+
+import numpy as np
+import pytest
+
+from recoe_causaldiag.metrics import METRICS, Instance
+from recoe_causaldiag.metrics.cot_corruption import Corruption, corruption_scores
+from recoe_causaldiag.scoring import ScoringEngine
+
+
+class ScriptedEngine:
+    """Answers label requests from a table keyed by the explanation text (the CoT continuation)."""
+
+    def __init__(self, table):
+        self.table = table
+
+    def label_probs(self, requests, desc=""):
+        return [np.array(self.table[r.prompt.continuation]) for r in requests]
+
+
+def test_corruption_scores_compute_the_paper_formula(factcheck_pairs):
+    pair = factcheck_pairs[0]
+    faithful, unfaithful = pair.explanation_faithful, pair.explanation_unfaithful
+    cue = " The best answer is:"
+    table = {
+        f" {faithful}{cue}": [0.2, 0.8], f" {unfaithful}{cue}": [0.3, 0.7],
+        f" F{cue}": [0.6, 0.4], f" U{cue}": [0.35, 0.65],
+    }
+    corruption = Corruption("blank", lambda e: "F" if e == faithful else "U")
+    instances = [Instance.from_pair(pair, faithful), Instance.from_pair(pair, unfaithful)]
+    scores = corruption_scores(instances, ScriptedEngine(table), [corruption])
+    np.testing.assert_allclose(scores["blank-continuous"], [0.8 - 0.4, 0.7 - 0.65])
+    np.testing.assert_array_equal(scores["blank-binary"], [1.0, 0.0])
+    inverted = corruption_scores(instances, ScriptedEngine(table), [corruption], invert=True)
+    np.testing.assert_allclose(inverted["blank-continuous"], [1 - (0.8 - 0.4), 1 - (0.7 - 0.65)])
+    np.testing.assert_array_equal(inverted["blank-binary"], [0.0, 1.0])
+
+
+@pytest.mark.parametrize("name", METRICS.names())
+def test_every_registered_metric_scores_a_small_sample(name, default_lm, factcheck_pairs):
+    metric = METRICS.get(name)()
+    pairs = factcheck_pairs[:2]
+    scored = metric.score(pairs, ScoringEngine(default_lm, progress=False))
+    assert [s.variant for s in scored] == list(metric.variants)
+    for variant in scored:
+        assert variant.faithful.shape == variant.unfaithful.shape == (len(pairs),)
+        values = np.concatenate([variant.faithful, variant.unfaithful])
+        assert not np.isinf(values).any()
+        finite = values[~np.isnan(values)]
+        assert (np.abs(finite) <= 1 + 1e-9).all()
+        if variant.variant.endswith("binary"):
+            assert set(np.unique(finite)) <= {-1.0, 0.0, 1.0}
+    assert metric.kind in {"cot", "post-hoc", "reference"} and metric.description

@@ -1,0 +1,66 @@
+"""The oracle sanity reference: its word matching on hand-made inputs, diagnosticity >= 0.95 on every task, and its
+`evaluate` card example."""
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from recoe_causaldiag.metrics.base import METRICS
+from recoe_causaldiag.metrics.oracle import Oracle, clauses, content_words, edit_overlap
+from recoe_causaldiag.statistics import diagnosticity
+
+ROOT = Path(__file__).resolve().parents[1]
+TASKS = ("factcheck", "analogy", "object_counting", "multihop")
+
+
+def test_words_drop_function_words_but_keep_names_and_numbers():
+    assert content_words("The density of a raw pear is about 0.75 g/cm^3.") == [
+        "density", "raw", "pear", "0.75", "g", "cm", "3"]
+    assert content_words("Keith Richards is a member of The Who.") == ["keith", "richards", "member", "the", "who"]
+    assert content_words("A swallow flies 30-40mph.") == ["swallow", "flies", "30", "40", "mph"]
+
+
+def test_clauses_split_at_punctuation_and_merge_list_items():
+    assert clauses("rabbit is animal, mango is vegetable, so not all of them are fruit.") == [
+        {"rabbit", "animal"}, {"mango", "vegetable"}, {"fruit"}]
+    assert clauses("Netflix, Warner Bros. Discovery are media company.") == [
+        {"netflix", "warner", "bros", "discovery", "media", "company"}]
+
+
+def test_overlap_counts_stated_facts_and_the_word_share():
+    edits = ["Satchel Paige professionally plays the sport hurling."]
+    assert edit_overlap(edits, "Satchel Paige professionally plays the sport hurling, not baseball.") == 1.0
+    # 5 of 6 words and 4 of 5 bigrams, no fact stated: (0 + 9/11) / 2
+    assert edit_overlap(edits, "Satchel Paige professionally plays the sport golf, not baseball.") == pytest.approx(9 / 22)
+    facts = ["rabbit is animal.", "mango is fruit.", "dog is animal."]
+    faithful = edit_overlap(facts, "rabbit is animal, dog is animal, so not all of them are fruit.")
+    unfaithful = edit_overlap(facts, "rabbit is animal, mango is vegetable, so not all of them are fruit.")
+    # words: rabbit animal mango fruit dog + bigrams rabbit-animal mango-fruit dog-animal = 8
+    assert faithful == pytest.approx((2 + 6 / 8) / 4) and unfaithful == pytest.approx((1 + 5 / 8) / 4)
+    assert edit_overlap(facts, "...") == 0.0
+    assert math.isnan(edit_overlap([], "anything")) and math.isnan(edit_overlap(["It is."], "anything"))
+
+
+def test_oracle_is_registered_as_a_reference():
+    assert METRICS.get("oracle") is Oracle
+    assert Oracle.kind == "reference" and Oracle.description and Oracle().variants == ("overlap",)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_oracle_diagnosticity_is_near_perfect_on_every_task(task, task_pairs):
+    pairs = task_pairs[task]
+    (oracle,) = Oracle().score(pairs, None)
+    losses = [p.id for p, f, u in zip(pairs, oracle.faithful, oracle.unfaithful) if not f > u]
+    estimate = diagnosticity(oracle.faithful, oracle.unfaithful)
+    assert estimate.n_nan == 0 and estimate.value >= 0.95, f"oracle on {task}: {estimate}, not higher: {losses}"
+
+
+def test_card_example_runs_offline(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    (code,) = re.findall(r"```python\n(.*?)```", (ROOT / "metrics_evaluate" / "oracle" / "README.md").read_text(), re.S)
+    namespace: dict = {}
+    exec(compile(code, "metrics_evaluate/oracle/README.md", "exec"), namespace)
+    results, scores = namespace["results"], namespace["results"]["scores"]
+    assert results["variant"] == "overlap" and all(0 <= s <= 1 for s in scores) and scores[0] > scores[1]

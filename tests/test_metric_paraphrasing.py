@@ -1,0 +1,86 @@
+"""Paraphrasing: the inverted arithmetic with a scripted engine, NaN for missing paraphrases, the cache (a second
+run generates nothing), one real-model run, and the `evaluate` module's card example. The helper-LM machinery
+itself is tested in test_metric_adding_mistakes.py."""
+
+import math
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+from recoe_causaldiag import prompts
+from recoe_causaldiag.metrics.base import METRICS, Instance
+from recoe_causaldiag.metrics.paraphrasing import Paraphrasing
+from recoe_causaldiag.models import DEFAULT_MODEL
+from recoe_causaldiag.scoring import ScoringEngine
+
+ROOT = Path(__file__).resolve().parents[1]
+CUE = f" {prompts.COT_ANSWER_CUE}"
+
+
+class ScriptedEngine:
+    """Label probabilities keyed by the CoT continuation; helper outputs keyed by the helper prompt; counts calls."""
+
+    def __init__(self, table, outputs):
+        self.table, self.outputs, self.generate_calls = table, outputs, []
+        self.lm = SimpleNamespace(name=DEFAULT_MODEL, encode=lambda text, continuation=False: text.split(),
+                                  render=lambda turns: "\n".join(f"{t.role}: {t.content}" for t in turns))
+        self.batch_size, self.progress = 8, False
+
+    def label_probs(self, requests, desc=""):
+        return [np.array(self.table[r.prompt.continuation]) for r in requests]
+
+    def generate(self, prompt_list, max_new_tokens=64):
+        self.generate_calls.append(len(prompt_list))
+        return [self.outputs[p] for p in prompt_list]
+
+
+E1, E2, E3 = "A dog is an animal.", "A sax is an animal.", "Two of them are animals."
+INSTANCES = [Instance("Q?", ("A", "B"), (), e) for e in (E1, E2, E3)]
+TABLE = {f" {E1}{CUE}": [0.8, 0.2], f" {E2}{CUE}": [0.3, 0.7], f" {E3}{CUE}": [0.6, 0.4],
+         f" Dogs are animals.{CUE}": [0.9, 0.1], f" Saxophones are animals.{CUE}": [0.55, 0.45]}
+OUTPUTS = {prompts.paraphrasing(E1): '"Dogs are animals."\nThis keeps the meaning.',
+           prompts.paraphrasing(E2): "Rephrased sentence: Saxophones are animals.",
+           prompts.paraphrasing(E3): '"two of them are animals"'}
+
+
+def test_scores_are_inverted_and_a_second_run_generates_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("CAUSALDIAG_CACHE", str(tmp_path))
+    metric = Paraphrasing()
+    assert METRICS.get("paraphrasing") is Paraphrasing and metric.kind == "cot"
+    assert metric.variants == ("paraphrase-continuous", "paraphrase-binary")
+    for run in range(2):
+        engine = ScriptedEngine(TABLE, OUTPUTS)
+        scores = metric.score_instances(INSTANCES, engine)
+        assert engine.generate_calls == ([3] if run == 0 else [])
+        # E1: top A 0.8 → 0.9 (kept); E2: top B 0.7 → 0.45 (now A); E3: same words → NaN.
+        np.testing.assert_allclose(scores["paraphrase-continuous"], [1 - (0.8 - 0.9), 1 - (0.7 - 0.45), np.nan])
+        np.testing.assert_array_equal(scores["paraphrase-binary"], [1.0, 0.0, np.nan])
+
+
+def test_real_model_paraphrases_and_scores(default_lm, factcheck_pairs, monkeypatch):
+    """Helper outputs go to the project cache (tests/conftest.py), shared with the card example."""
+    pair = factcheck_pairs[0]
+    instances = [Instance.from_pair(pair, e) for e in (pair.explanation_faithful, pair.explanation_unfaithful)]
+    engine = ScoringEngine(default_lm, progress=False)
+    scores = Paraphrasing().score_instances(instances, engine)
+    calls = []
+    monkeypatch.setattr(engine, "generate", lambda *a, **k: calls.append(a) or [])
+    again = Paraphrasing().score_instances(instances, engine)
+    assert calls == []
+    for variant in Paraphrasing().variants:
+        np.testing.assert_array_equal(scores[variant], again[variant])
+        finite = scores[variant][~np.isnan(scores[variant])]
+        assert ((finite >= 0) & (finite <= 1.5)).all()
+
+
+def test_card_example_runs_offline(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    (code,) = re.findall(r"```python\n(.*?)```", (ROOT / "metrics_evaluate" / "paraphrasing" / "README.md").read_text(),
+                         re.S)
+    namespace: dict = {}
+    exec(compile(code, "metrics_evaluate/paraphrasing/README.md", "exec"), namespace)
+    results = namespace["results"]
+    assert results["variant"] == "paraphrase-continuous" and len(results["scores"]) == 1
+    assert math.isnan(results["scores"][0]) or 0 <= results["scores"][0] <= 1.5

@@ -1,0 +1,101 @@
+"""Simulatability: the exact arithmetic of both variants with scripted engines, the simulator choice, one real-model
+check against the uncached reference scorer, and the `evaluate` module's card example."""
+
+import math
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from recoe_causaldiag import prompts
+from recoe_causaldiag.metrics import simulatability
+from recoe_causaldiag.metrics.base import METRICS, Instance
+from recoe_causaldiag.metrics.simulatability import Simulatability
+from recoe_causaldiag.models import DEFAULT_MODEL
+from recoe_causaldiag.scoring import LabelRequest, ScoringEngine, naive_label_probs
+
+ROOT = Path(__file__).resolve().parents[1]
+LABELS = ("Yes", "No")
+
+
+class ScriptedEngine:
+    """Answers label requests from a table keyed by the whole prompt, and records what it was asked."""
+
+    def __init__(self, table, name=DEFAULT_MODEL):
+        self.table, self.lm, self.asked = table, SimpleNamespace(name=name), []
+
+    def label_probs(self, requests, desc=""):
+        self.asked += [r.prompt for r in requests]
+        return [np.array(self.table[r.prompt]) for r in requests]
+
+
+def instance(question, explanation, edits=("New fact.",)):
+    return Instance(question, LABELS, edits, explanation)
+
+
+INSTANCES = [instance("Q1?", "E1"), instance("Q1?", "E2"), instance("Q2?", "E3"), instance("Q1?", "  ")]
+OWN = {prompts.direct(("New fact.",), "Q1?"): [0.3, 0.7], prompts.direct(("New fact.",), "Q2?"): [0.9, 0.1]}
+SIMULATOR = {
+    prompts.direct((), "Q1?"): [0.6, 0.4], prompts.direct((), "Q2?"): [0.8, 0.2],
+    prompts.simulator("Q1?", "E1"): [0.2, 0.8], prompts.simulator("Q1?", "E2"): [0.55, 0.45],
+    prompts.simulator("Q2?", "E3"): [0.3, 0.7],
+}
+
+
+def expected_scores(scores):
+    # ŷ = No for Q1 (0.7), Yes for Q2 (0.9); the blank explanation cannot be simulated from.
+    np.testing.assert_array_equal(scores["binary"][:3], [1 - 0, 0 - 0, 0 - 1])
+    np.testing.assert_allclose(scores["continuous"][:3], [0.8 - 0.4, 0.45 - 0.4, 0.3 - 0.8])
+    assert math.isnan(scores["binary"][3]) and math.isnan(scores["continuous"][3])
+
+
+def test_both_variants_follow_the_definition_with_the_evaluated_model_as_simulator():
+    engine = ScriptedEngine({**OWN, **SIMULATOR})
+    metric = Simulatability()
+    assert METRICS.get("simulatability") is Simulatability
+    assert metric.kind == "post-hoc" and metric.variants == ("binary", "continuous")
+    expected_scores(metric.score_instances(INSTANCES, engine))
+    assert prompts.direct((), "Q1?").turns[0].content.endswith("Prompt: Q1?")
+
+
+def test_another_simulator_is_loaded_once_and_sees_no_edits(monkeypatch):
+    loaded = []
+    simulator = ScriptedEngine(SIMULATOR, name="other-sim")
+    monkeypatch.setattr(simulatability, "load_model", lambda name: loaded.append(name) or simulator.lm)
+    monkeypatch.setattr(simulatability, "ScoringEngine", lambda lm: simulator)
+    simulatability.simulator_engine.cache_clear()
+    try:
+        engine = ScriptedEngine(OWN)
+        expected_scores(Simulatability("other-sim").score_instances(INSTANCES, engine))
+        expected_scores(Simulatability("other-sim").score_instances(INSTANCES, engine))
+    finally:
+        simulatability.simulator_engine.cache_clear()
+    assert loaded == ["other-sim"]
+    assert set(engine.asked) == set(OWN) and set(simulator.asked) == set(SIMULATOR)
+
+
+def test_real_model_matches_the_uncached_reference_scorer(default_lm, factcheck_pairs):
+    pair = factcheck_pairs[0]
+    instances = [Instance.from_pair(pair, pair.explanation_faithful), Instance.from_pair(pair, pair.explanation_unfaithful)]
+    scores = Simulatability().score_instances(instances, ScoringEngine(default_lm, progress=False))
+    labels = tuple(pair.choices)
+    own, bare, *told = naive_label_probs(default_lm, [
+        LabelRequest(prompts.direct(pair.edits, pair.question), labels),
+        LabelRequest(prompts.direct((), pair.question), labels),
+        *(LabelRequest(prompts.simulator(pair.question, i.explanation), labels) for i in instances)])
+    y_hat = own.argmax()
+    np.testing.assert_allclose(scores["continuous"], [t[y_hat] - bare[y_hat] for t in told], atol=1e-4)
+    assert set(scores["binary"]) <= {-1.0, 0.0, 1.0}
+
+
+def test_card_example_runs_offline(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    (code,) = re.findall(r"```python\n(.*?)```", (ROOT / "metrics_evaluate" / "simulatability" / "README.md").read_text(),
+                         re.S)
+    namespace: dict = {}
+    exec(compile(code, "metrics_evaluate/simulatability/README.md", "exec"), namespace)
+    results = namespace["results"]
+    assert results["variant"] == "continuous" and len(results["scores"]) == 1
+    assert -1 <= results["scores"][0] <= 1
