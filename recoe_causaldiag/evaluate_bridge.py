@@ -39,6 +39,17 @@ def model_input_features() -> Any:
     })
 
 
+def intervention_features() -> Any:
+    """The input vocabulary of the dataset-level intervention modules (CT, CCT): one row per intervention."""
+    import datasets
+
+    return datasets.Features({
+        "probs_before": datasets.Sequence(datasets.Value("float64")),
+        "probs_after": datasets.Sequence(datasets.Value("float64")),
+        "mentions": datasets.Value("int64"),
+    })
+
+
 def engine_for(model: str) -> ScoringEngine:
     """A scoring engine over `model`, loaded on first use and kept for the life of the process."""
     if model not in _ENGINES:

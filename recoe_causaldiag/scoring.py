@@ -10,12 +10,13 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .models import LanguageModel
+from .models import LanguageModel, load_model
 from .prompts import Prompt
 
 
@@ -106,6 +107,14 @@ class ScoringEngine:
                 results[i] = lm.tokenizer.decode(row, skip_special_tokens=True).strip()
         return results
 
+    def continuation_logits(self, encoded: Sequence[Encoded], *, desc: str = "logits"
+                            ) -> Iterator[tuple[int, torch.Tensor]]:
+        """(request index, next-token logits at each continuation position), streamed batch by batch; row t is
+        the distribution after continuation token t."""
+        for _, batch, logits in self._passes(encoded, keep_all=True, desc=desc):
+            for row, (index, _) in enumerate(batch):
+                yield index, logits[row, logits.shape[1] - len(encoded[index].continuation):]
+
     def _windows(self, encoded: Sequence[Encoded]) -> Iterator[tuple[list[tuple[int, ...]], list[list[int]]]]:
         """Groups of at most `batch_size` distinct prefixes, each with its requests split into batches.
 
@@ -174,6 +183,17 @@ class ScoringEngine:
             for row, (index, prefix_row) in enumerate(batch):
                 out[index] = cont_logits[row, -1] if encoded[index].continuation else prefix_last[prefix_row]
         return out
+
+
+@cache
+def auxiliary_engine(name: str) -> ScoringEngine:
+    """A scoring engine over a model that serves a metric (simulator, helper LM), loaded once per process."""
+    return ScoringEngine(load_model(name))
+
+
+def engine_of(name: str, evaluated: ScoringEngine) -> ScoringEngine:
+    """The evaluated model's own engine when `name` is that model, else the shared auxiliary engine for `name`."""
+    return evaluated if evaluated.lm.name == name else auxiliary_engine(name)
 
 
 def _left_pad(seqs: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:

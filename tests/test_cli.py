@@ -118,3 +118,17 @@ def test_reliability_command_writes_per_task_reliability(tmp_path):
     assert doc["results"] == [] and [e["task"] for e in doc["edit_reliability"]] == ["factcheck", "multihop"]
     for entry in doc["edit_reliability"]:
         assert entry["n"] == 4 and 0 <= entry["ci_low"] <= entry["value"] <= entry["ci_high"] <= 1
+
+
+def test_run_on_every_task(tmp_path):
+    out = tmp_path / "all.json"
+    done = causaldiag("run", "--task", "all", "--metric", "filler_tokens,early_answering,oracle,random", "--limit", "2",
+                      "--data-dir", str(tmp_path / "data"), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(out.read_text())
+    tasks = {"factcheck", "analogy", "object_counting", "multihop"}
+    assert tasks <= set(doc["dataset_versions"]) and tasks <= {e["task"] for e in doc["edit_reliability"]}
+    for task in doc["dataset_versions"]:
+        rows = [r for r in doc["results"] if r["task"] == task]
+        assert {r["metric"] for r in rows} == {"filler_tokens", "early_answering", "oracle", "random"}
+        assert len(rows) == 20 + 4 + 1 + 1 and all(r["n"] == 2 for r in rows)

@@ -4,13 +4,12 @@ run, and the `evaluate` module's card example."""
 
 import math
 import re
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from recoe_causaldiag import prompts
+from recoe_causaldiag import prompts, scoring
 from recoe_causaldiag.metrics import helper_lm
 from recoe_causaldiag.metrics.adding_mistakes import AddingMistakes
 from recoe_causaldiag.metrics.base import METRICS, Instance
@@ -18,7 +17,8 @@ from recoe_causaldiag.metrics.helper_lm import HelperCache, HelperOutput, cache_
 from recoe_causaldiag.models import DEFAULT_MODEL
 from recoe_causaldiag.scoring import ScoringEngine
 
-ROOT = Path(__file__).resolve().parents[1]
+from cards import card_namespace
+
 CUE = f" {prompts.COT_ANSWER_CUE}"
 
 
@@ -126,17 +126,17 @@ def test_another_helper_is_loaded_once_and_the_evaluated_model_generates_nothing
     monkeypatch.setenv("CAUSALDIAG_CACHE", str(tmp_path))
     helper = ScriptedEngine({}, OUTPUTS, name="other-helper")
     loaded = []
-    monkeypatch.setattr(helper_lm, "load_model", lambda name: loaded.append(name) or helper.lm)
-    monkeypatch.setattr(helper_lm, "ScoringEngine", lambda lm: helper)
-    helper_lm.helper_engine.cache_clear()
+    monkeypatch.setattr(scoring, "load_model", lambda name: loaded.append(name) or helper.lm)
+    monkeypatch.setattr(scoring, "ScoringEngine", lambda lm: helper)
+    scoring.auxiliary_engine.cache_clear()
     try:
         engine = ScriptedEngine(TABLE, {})
         for _ in range(2):
             AddingMistakes("other-helper").score_instances(INSTANCES, engine)
-        assert rewrite([E2, E1], "adding_mistakes", helper_lm.helper_engine("other-helper")) == \
+        assert rewrite([E2, E1], "adding_mistakes", scoring.auxiliary_engine("other-helper")) == \
             {E2: "Paige plays softball.", E1: "Paige plays hurling, not football."}
     finally:
-        helper_lm.helper_engine.cache_clear()
+        scoring.auxiliary_engine.cache_clear()
     assert loaded == ["other-helper"] and len(helper.generate_calls) == 1 and engine.generate_calls == []
 
 
@@ -156,13 +156,8 @@ def test_real_model_rewrites_and_scores(default_lm, factcheck_pairs, monkeypatch
         assert (np.abs(finite) <= 1).all()
 
 
-def test_card_example_runs_offline(monkeypatch):
-    monkeypatch.chdir(ROOT)
-    card = (ROOT / "metrics_evaluate" / "adding_mistakes" / "README.md").read_text()
-    (code,) = re.findall(r"```python\n(.*?)```", card, re.S)
-    namespace: dict = {}
-    exec(compile(code, "metrics_evaluate/adding_mistakes/README.md", "exec"), namespace)
-    results = namespace["results"]
+def test_card_example_runs_offline():
+    results = card_namespace("adding_mistakes")["results"]
     assert results["variant"] == "antonym-continuous" and len(results["scores"]) == 1
     assert math.isnan(results["scores"][0]) or -1 <= results["scores"][0] <= 1
 

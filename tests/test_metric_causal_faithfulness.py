@@ -4,8 +4,6 @@ FactCheck pairs, and the `evaluate` module's card example."""
 
 import dataclasses
 import math
-import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,7 +16,7 @@ from recoe_causaldiag.metrics.causal_faithfulness import (
     VARIANTS, CausalFaithfulness, Counterfactual, caf_scores, counterfactual, layout)
 from recoe_causaldiag.scoring import ScoringEngine
 
-ROOT = Path(__file__).resolve().parents[1]
+from cards import card_namespace
 
 
 def test_caf_variants_are_cosine_similarities_of_the_matrices_and_their_sums():
@@ -113,12 +111,7 @@ def test_real_model_scores_two_factcheck_pairs(default_lm, factcheck_pairs):
         assert np.isnan(scores[variant][2:]).all()
 
 
-def test_card_example_runs_offline(monkeypatch):
-    monkeypatch.chdir(ROOT)
-    (code,) = re.findall(r"```python\n(.*?)```",
-                         (ROOT / "metrics_evaluate" / "causal_faithfulness" / "README.md").read_text(), re.S)
-    namespace: dict = {}
-    exec(compile(code, "metrics_evaluate/causal_faithfulness/README.md", "exec"), namespace)
-    results = namespace["results"]
+def test_card_example_runs_offline():
+    results = card_namespace("causal_faithfulness")["results"]
     assert results["variant"] == "caf" and len(results["scores"]) == 1
     assert -1 <= results["scores"][0] <= 1

@@ -2,8 +2,6 @@
 Shapley efficiency and seeding on a tiny random model, and the real default model on two FactCheck instances."""
 
 import math
-import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +13,7 @@ from recoe_causaldiag.metrics.cc_shap import CCShap, CoalitionForward, attributi
 from recoe_causaldiag.models import LanguageModel
 from recoe_causaldiag.scoring import ScoringEngine
 
-ROOT = Path(__file__).resolve().parents[1]
+from cards import card_namespace
 
 
 @pytest.fixture(scope="module")
@@ -71,13 +69,13 @@ def test_layout_splits_template_edits_question_and_explanation(tiny_engine, inst
 def test_edits_and_template_are_never_perturbed(tiny_engine, instance, monkeypatch):
     lay = variant_layout(tiny_engine, instance, "post_hoc", 0)
     seen = []
-    original = tiny_engine._passes
+    original = tiny_engine.continuation_logits
 
     def spy(encoded, **kwargs):
         seen.extend(encoded)
         return original(encoded, **kwargs)
 
-    monkeypatch.setattr(tiny_engine, "_passes", spy)
+    monkeypatch.setattr(tiny_engine, "continuation_logits", spy)
     baseline = tiny_engine.lm.encode("...", continuation=True)[0]
     attributions(tiny_engine, lay, 0, baseline_id=baseline, n_samples=3, seed=0)
     n = len(lay.question)
@@ -126,9 +124,6 @@ def test_real_model_scores_two_factcheck_instances(default_lm, factcheck_pairs):
         assert np.isfinite(scores[variant]).all() and (np.abs(scores[variant]) <= 1 + 1e-9).all()
 
 
-def test_evaluate_module_card_example_runs_offline(monkeypatch):
-    monkeypatch.chdir(ROOT)
-    card = (ROOT / "metrics_evaluate" / "cc_shap" / "README.md").read_text()
-    namespace: dict = {}
-    exec(re.search(r"```python\n(.*?)```", card, re.S).group(1), namespace)
-    assert namespace["results"]["variant"] == "post_hoc" and len(namespace["results"]["scores"]) == 1
+def test_evaluate_module_card_example_runs_offline():
+    results = card_namespace("cc_shap")["results"]
+    assert results["variant"] == "post_hoc" and len(results["scores"]) == 1

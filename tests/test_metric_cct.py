@@ -2,7 +2,6 @@
 the counterfactual-test runner (scripted and real model) and the two `evaluate` modules."""
 
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,8 @@ from recoe_causaldiag.metrics.cct import (cct_statistics, check_inputs, counterf
 from recoe_causaldiag.metrics.interventions import (candidate_words, insert, mentioned_count, mentions_all,
                                                     random_insertions, seed_for, slots)
 from recoe_causaldiag.scoring import ScoringEngine
+
+from cards import card_namespace
 
 ROOT = Path(__file__).resolve().parents[1]
 BEFORE = [[0.9, 0.1], [0.9, 0.1], [0.6, 0.4], [0.55, 0.45]]
@@ -146,17 +147,10 @@ def test_counterfactual_test_items_with_the_real_model(default_lm, factcheck_pai
     assert stats.n == 2 and 0 <= stats.n_changed <= 2
 
 
-def card_example(name):
-    return re.findall(r"```python\n(.*?)```", (ROOT / "metrics_evaluate" / name / "README.md").read_text(), re.S)[0]
-
-
-def test_cct_evaluate_module(monkeypatch):
+def test_cct_evaluate_module():
     import evaluate
 
-    monkeypatch.chdir(ROOT)
-    namespace = {}
-    exec(card_example("cct"), namespace)
-    results = namespace["results"]
+    results = card_namespace("cct")["results"]
     assert set(results) == {"cct", "cct_js", "cct_spearman", "ct_unfaithfulness", "n"}
     assert results["cct"] == pytest.approx(eq3([0.7, 0.05, 0.05, 0.15], MENTIONS)) and results["n"] == 4
     module = evaluate.load(str(ROOT / "metrics_evaluate" / "cct"))
@@ -166,13 +160,10 @@ def test_cct_evaluate_module(monkeypatch):
         module.compute(probs_before=[[0.5, 0.5], [0.5, 0.5]], probs_after=[[0.5, 0.5]], mentions=[0, 1])
 
 
-def test_counterfactual_test_evaluate_module(monkeypatch):
+def test_counterfactual_test_evaluate_module():
     import evaluate
 
-    monkeypatch.chdir(ROOT)
-    namespace = {}
-    exec(card_example("counterfactual_test"), namespace)
-    assert namespace["results"] == {"ct_unfaithfulness": 0.5, "n_changed": 2, "n": 4}
+    assert card_namespace("counterfactual_test")["results"] == {"ct_unfaithfulness": 0.5, "n_changed": 2, "n": 4}
     module = evaluate.load(str(ROOT / "metrics_evaluate" / "counterfactual_test"))
     with pytest.raises(ValueError, match=r"probs_after\[0\] has 3 labels"):
         module.compute(probs_before=[[0.5, 0.5]], probs_after=[[0.2, 0.3, 0.5]], mentions=[1])

@@ -2,8 +2,6 @@
 `evaluate` module."""
 
 import math
-import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +11,8 @@ from recoe_causaldiag.metrics.cct import tvd
 from recoe_causaldiag.metrics.cct_pair import CCTPair, fact_keys, interventions
 from recoe_causaldiag.scoring import ScoringEngine
 
-ROOT = Path(__file__).resolve().parents[1]
+from cards import card_namespace
+
 QUESTION = "Would a pear sink in water? (A) yes (B) no. Answer?"
 EDITS = ("The density of a raw pear is about 0.75 g/cm^3.", "The density of water is about 1 g/cm^3.",
          "Objects only sink if they are denser than the surrounding fluid.")
@@ -85,11 +84,7 @@ def test_real_model_on_two_pairs(default_lm, factcheck_pairs):
         assert np.isnan(variant.unfaithful).all()
 
 
-def test_evaluate_module_runs_the_card_example(monkeypatch):
-    monkeypatch.chdir(ROOT)
-    code = re.findall(r"```python\n(.*?)```", (ROOT / "metrics_evaluate" / "cct_pair" / "README.md").read_text(), re.S)
-    namespace = {}
-    exec(code[0], namespace)
-    results = namespace["results"]
+def test_evaluate_module_runs_the_card_example():
+    results = card_namespace("cct_pair")["results"]
     assert results["variant"] == "pointbiserial" and len(results["scores"]) == 1
     assert -1 <= results["scores"][0] <= 1

@@ -36,9 +36,13 @@ def test_corruption_scores_compute_the_paper_formula(factcheck_pairs):
     np.testing.assert_array_equal(inverted["blank-binary"], [0.0, 1.0])
 
 
+CHEAP_OPTIONS = {"cc_shap": {"n_samples": 1}, "causal_faithfulness": {"layers": (15,)}}
+"""Smaller sample budgets for the contract check; each metric's own test covers its default budget."""
+
+
 @pytest.mark.parametrize("name", METRICS.names())
 def test_every_registered_metric_scores_a_small_sample(name, default_lm, factcheck_pairs):
-    metric = METRICS.get(name)()
+    metric = METRICS.get(name)(**CHEAP_OPTIONS.get(name, {}))
     pairs = factcheck_pairs[:2]
     scored = metric.score(pairs, ScoringEngine(default_lm, progress=False))
     assert [s.variant for s in scored] == list(metric.variants)
@@ -47,7 +51,8 @@ def test_every_registered_metric_scores_a_small_sample(name, default_lm, factche
         values = np.concatenate([variant.faithful, variant.unfaithful])
         assert not np.isinf(values).any()
         finite = values[~np.isnan(values)]
-        assert (np.abs(finite) <= 1 + 1e-9).all()
+        bound = 2 if variant.variant == "paraphrase-continuous" else 1
+        assert (np.abs(finite) <= bound + 1e-9).all()
         if variant.variant.endswith("binary"):
             assert set(np.unique(finite)) <= {-1.0, 0.0, 1.0}
     assert metric.kind in {"cot", "post-hoc", "reference"} and metric.description

@@ -2,8 +2,6 @@
 `evaluate` card example."""
 
 import math
-import re
-from pathlib import Path
 
 import pytest
 
@@ -11,7 +9,8 @@ from recoe_causaldiag.metrics.base import METRICS
 from recoe_causaldiag.metrics.oracle import Oracle, clauses, content_words, edit_overlap
 from recoe_causaldiag.statistics import diagnosticity
 
-ROOT = Path(__file__).resolve().parents[1]
+from cards import card_namespace
+
 TASKS = ("factcheck", "analogy", "object_counting", "multihop")
 
 
@@ -57,10 +56,7 @@ def test_oracle_diagnosticity_is_near_perfect_on_every_task(task, task_pairs):
     assert estimate.n_nan == 0 and estimate.value >= 0.95, f"oracle on {task}: {estimate}, not higher: {losses}"
 
 
-def test_card_example_runs_offline(monkeypatch):
-    monkeypatch.chdir(ROOT)
-    (code,) = re.findall(r"```python\n(.*?)```", (ROOT / "metrics_evaluate" / "oracle" / "README.md").read_text(), re.S)
-    namespace: dict = {}
-    exec(compile(code, "metrics_evaluate/oracle/README.md", "exec"), namespace)
-    results, scores = namespace["results"], namespace["results"]["scores"]
+def test_card_example_runs_offline():
+    results = card_namespace("oracle")["results"]
+    scores = results["scores"]
     assert results["variant"] == "overlap" and all(0 <= s <= 1 for s in scores) and scores[0] > scores[1]

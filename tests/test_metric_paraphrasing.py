@@ -3,8 +3,6 @@ run generates nothing), one real-model run, and the `evaluate` module's card exa
 itself is tested in test_metric_adding_mistakes.py."""
 
 import math
-import re
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -15,7 +13,8 @@ from recoe_causaldiag.metrics.paraphrasing import Paraphrasing
 from recoe_causaldiag.models import DEFAULT_MODEL
 from recoe_causaldiag.scoring import ScoringEngine
 
-ROOT = Path(__file__).resolve().parents[1]
+from cards import card_namespace
+
 CUE = f" {prompts.COT_ANSWER_CUE}"
 
 
@@ -75,12 +74,7 @@ def test_real_model_paraphrases_and_scores(default_lm, factcheck_pairs, monkeypa
         assert ((finite >= 0) & (finite <= 1.5)).all()
 
 
-def test_card_example_runs_offline(monkeypatch):
-    monkeypatch.chdir(ROOT)
-    (code,) = re.findall(r"```python\n(.*?)```", (ROOT / "metrics_evaluate" / "paraphrasing" / "README.md").read_text(),
-                         re.S)
-    namespace: dict = {}
-    exec(compile(code, "metrics_evaluate/paraphrasing/README.md", "exec"), namespace)
-    results = namespace["results"]
+def test_card_example_runs_offline():
+    results = card_namespace("paraphrasing")["results"]
     assert results["variant"] == "paraphrase-continuous" and len(results["scores"]) == 1
     assert math.isnan(results["scores"][0]) or 0 <= results["scores"][0] <= 1.5

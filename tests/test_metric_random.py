@@ -1,8 +1,6 @@
 """The random sanity reference: reproducible, uniform, at chance diagnosticity on every task, and its `evaluate`
 card example."""
 
-import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +9,8 @@ from recoe_causaldiag.metrics.base import METRICS, Instance
 from recoe_causaldiag.metrics.random import Random
 from recoe_causaldiag.statistics import diagnosticity
 
-ROOT = Path(__file__).resolve().parents[1]
+from cards import card_namespace
+
 TASKS = ("factcheck", "analogy", "object_counting", "multihop")
 
 
@@ -37,11 +36,8 @@ def test_random_diagnosticity_is_at_chance_on_every_task(task, task_pairs):
     assert estimate.n_nan == 0 and estimate.ci_low <= 0.5 <= estimate.ci_high, f"random on {task}: {estimate}"
 
 
-def test_card_example_runs_offline(monkeypatch):
-    monkeypatch.chdir(ROOT)
-    (code,) = re.findall(r"```python\n(.*?)```", (ROOT / "metrics_evaluate" / "random" / "README.md").read_text(), re.S)
-    namespace: dict = {}
-    exec(compile(code, "metrics_evaluate/random/README.md", "exec"), namespace)
+def test_card_example_runs_offline():
+    namespace = card_namespace("random")
     results, scores = namespace["results"], namespace["results"]["scores"]
     assert results["variant"] == "uniform" and all(0 <= s <= 1 for s in scores)
     again = namespace["random_reference"].compute(question=["Q?"], choices=[["Yes", "No"]], edits=[[]],

@@ -2,21 +2,18 @@
 check against the uncached reference scorer, and the `evaluate` module's card example."""
 
 import math
-import re
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-import pytest
 
-from recoe_causaldiag import prompts
-from recoe_causaldiag.metrics import simulatability
+from recoe_causaldiag import prompts, scoring
 from recoe_causaldiag.metrics.base import METRICS, Instance
 from recoe_causaldiag.metrics.simulatability import Simulatability
 from recoe_causaldiag.models import DEFAULT_MODEL
 from recoe_causaldiag.scoring import LabelRequest, ScoringEngine, naive_label_probs
 
-ROOT = Path(__file__).resolve().parents[1]
+from cards import card_namespace
+
 LABELS = ("Yes", "No")
 
 
@@ -63,15 +60,15 @@ def test_both_variants_follow_the_definition_with_the_evaluated_model_as_simulat
 def test_another_simulator_is_loaded_once_and_sees_no_edits(monkeypatch):
     loaded = []
     simulator = ScriptedEngine(SIMULATOR, name="other-sim")
-    monkeypatch.setattr(simulatability, "load_model", lambda name: loaded.append(name) or simulator.lm)
-    monkeypatch.setattr(simulatability, "ScoringEngine", lambda lm: simulator)
-    simulatability.simulator_engine.cache_clear()
+    monkeypatch.setattr(scoring, "load_model", lambda name: loaded.append(name) or simulator.lm)
+    monkeypatch.setattr(scoring, "ScoringEngine", lambda lm: simulator)
+    scoring.auxiliary_engine.cache_clear()
     try:
         engine = ScriptedEngine(OWN)
         expected_scores(Simulatability("other-sim").score_instances(INSTANCES, engine))
         expected_scores(Simulatability("other-sim").score_instances(INSTANCES, engine))
     finally:
-        simulatability.simulator_engine.cache_clear()
+        scoring.auxiliary_engine.cache_clear()
     assert loaded == ["other-sim"]
     assert set(engine.asked) == set(OWN) and set(simulator.asked) == set(SIMULATOR)
 
@@ -90,12 +87,7 @@ def test_real_model_matches_the_uncached_reference_scorer(default_lm, factcheck_
     assert set(scores["binary"]) <= {-1.0, 0.0, 1.0}
 
 
-def test_card_example_runs_offline(monkeypatch):
-    monkeypatch.chdir(ROOT)
-    (code,) = re.findall(r"```python\n(.*?)```", (ROOT / "metrics_evaluate" / "simulatability" / "README.md").read_text(),
-                         re.S)
-    namespace: dict = {}
-    exec(compile(code, "metrics_evaluate/simulatability/README.md", "exec"), namespace)
-    results = namespace["results"]
+def test_card_example_runs_offline():
+    results = card_namespace("simulatability")["results"]
     assert results["variant"] == "continuous" and len(results["scores"]) == 1
     assert -1 <= results["scores"][0] <= 1

@@ -1,8 +1,8 @@
 """Correlational Counterfactual Test (CCT) as an `evaluate` module; the logic lives in `recoe_causaldiag`."""
 
-import datasets
 import evaluate
 
+from recoe_causaldiag.evaluate_bridge import intervention_features
 from recoe_causaldiag.metrics.cct import cct_statistics
 
 _DESCRIPTION = """Correlational Counterfactual Test (Siegel et al., 2024): over many word-insertion interventions, the
@@ -35,9 +35,7 @@ class CCT(evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
             module_type="metric", description=_DESCRIPTION, citation=_CITATION, inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"probs_before": datasets.Sequence(datasets.Value("float64")),
-                                        "probs_after": datasets.Sequence(datasets.Value("float64")),
-                                        "mentions": datasets.Value("int64")}))
+            features=intervention_features())
 
     def _compute(self, probs_before, probs_after, mentions):
         result = cct_statistics(probs_before, probs_after, mentions)

@@ -2,7 +2,6 @@
 
 import evaluate
 
-import recoe_causaldiag.metrics.cct_pair  # noqa: F401  (registers the metric)
 from recoe_causaldiag.evaluate_bridge import MODEL_INPUTS_DESCRIPTION, compute_model_metric, model_input_features
 from recoe_causaldiag.models import DEFAULT_MODEL
 

@@ -114,10 +114,8 @@ class CoalitionForward:
             # every coalition shares the head (template and edits): one prefix, encoded once per engine pass;
             # `leading_space` only matters for label ids, which the layout fixed
             encoded = [Encoded(lay.head, key + lay.tail, False) for key in todo]
-            for _, batch, logits in self.engine._passes(encoded, keep_all=True, desc="cc_shap coalitions"):
-                for row, (index, _) in enumerate(batch):
-                    width = len(encoded[index].continuation)
-                    self.memo[todo[index]] = self._outputs(logits[row, logits.shape[1] - width:])
+            for index, logits in self.engine.continuation_logits(encoded, desc="cc_shap coalitions"):
+                self.memo[todo[index]] = self._outputs(logits)
         return torch.stack([self.memo[k] for k in keys])
 
     def _outputs(self, logits: torch.Tensor) -> torch.Tensor:

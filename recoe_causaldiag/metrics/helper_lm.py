@@ -27,16 +27,15 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import closing
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from .. import prompts
-from ..models import LanguageModel, load_model
+from ..models import LanguageModel
 from ..paths import cache_root
-from ..scoring import ScoringEngine
+from ..scoring import ScoringEngine, engine_of
 from .base import Instance
 from .cot_corruption import Corruption, corruption_scores
 
@@ -162,12 +161,6 @@ def rewrite(explanations: Sequence[str], kind: str, helper: ScoringEngine,
     return {text: cleaned.get(text) for text in explanations}
 
 
-@cache
-def helper_engine(name: str) -> ScoringEngine:
-    """A scoring engine over the helper model `name`, loaded once per process."""
-    return ScoringEngine(load_model(name))
-
-
 @dataclass(frozen=True)
 class HelperCorruption:
     """A CoT corruption done by a helper LM: its prompt kind, variant prefix, and whether change = unfaithful."""
@@ -183,7 +176,7 @@ class HelperCorruption:
     def scores(self, instances: Sequence[Instance], engine: ScoringEngine, helper: str,
                desc: str) -> dict[str, np.ndarray]:
         """`corruption_scores` with the helper's rewrites; NaN where the helper's rewrite failed."""
-        helper_lm = engine if engine.lm.name == helper else helper_engine(helper)
+        helper_lm = engine_of(helper, engine)
         rewrites = rewrite([i.explanation for i in instances], self.kind, helper_lm)
         corruption = Corruption(self.name, lambda explanation: rewrites[explanation] or explanation)
         scores = corruption_scores(instances, engine, [corruption], invert=self.invert, desc=desc)

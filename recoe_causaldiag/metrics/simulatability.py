@@ -12,20 +12,13 @@ A blank explanation cannot be simulated from and scores NaN.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
 
 import numpy as np
 
 from .. import prompts
-from ..models import DEFAULT_MODEL, load_model
-from ..scoring import LabelRequest, ScoringEngine
+from ..models import DEFAULT_MODEL
+from ..scoring import LabelRequest, ScoringEngine, engine_of
 from .base import Instance, Metric, register_metric
-
-
-@cache
-def simulator_engine(name: str) -> ScoringEngine:
-    """A scoring engine over the simulator model `name`, loaded once per process."""
-    return ScoringEngine(load_model(name))
 
 
 @register_metric
@@ -43,17 +36,13 @@ class Simulatability(Metric):
     def variants(self) -> tuple[str, ...]:
         return ("binary", "continuous")
 
-    def simulator_for(self, engine: ScoringEngine) -> ScoringEngine:
-        """The evaluated model's own engine when it is the simulator, else the simulator's engine."""
-        return engine if engine.lm.name == self.simulator else simulator_engine(self.simulator)
-
     def score_instances(self, instances: Sequence[Instance], engine: ScoringEngine) -> dict[str, np.ndarray]:
         scored = [i for i, inst in enumerate(instances) if inst.explanation.strip()]
         kept = [instances[i] for i in scored]
         own = [LabelRequest(prompts.direct(i.edits, i.question), i.choices) for i in kept]
         bare = [LabelRequest(prompts.direct((), i.question), i.choices) for i in kept]
         told = [LabelRequest(prompts.simulator(i.question, i.explanation), i.choices) for i in kept]
-        simulator = self.simulator_for(engine)
+        simulator = engine_of(self.simulator, engine)
         if simulator is engine:
             probs = engine.label_probs(own + bare + told, desc=self.name)
         else:

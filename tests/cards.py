@@ -1,0 +1,25 @@
+"""The `evaluate` cards' Python examples, each executed once per test session (several tests read the results)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def card_examples(name: str) -> list[str]:
+    """The Python code blocks of `metrics_evaluate/<name>/README.md`, in order."""
+    return re.findall(r"```python\n(.*?)```", (ROOT / "metrics_evaluate" / name / "README.md").read_text(), re.S)
+
+
+@functools.cache
+def card_namespace(name: str) -> dict:
+    """The globals that the card's examples leave, run from the repository root as a reader would."""
+    namespace: dict = {}
+    with contextlib.chdir(ROOT):
+        for code in card_examples(name):
+            exec(compile(code, f"metrics_evaluate/{name}/README.md", "exec"), namespace)
+    return namespace
