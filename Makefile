@@ -15,7 +15,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 DEMO_LIMIT ?= 200
 DEMO_OUT ?= results/demo/factcheck.json
 
-.PHONY: setup test test-slow demo build bench clean
+.PHONY: setup test test-slow system-test-deps demo build bench space clean
 
 setup: $(STAMP)
 
@@ -29,8 +29,16 @@ $(STAMP): pyproject.toml constraints.txt
 test: setup
 	$(BIN)/python -m pytest -q
 
-test-slow: setup
+test-slow: setup system-test-deps
 	$(BIN)/python -m pytest -q -m slow
+
+# The PostgreSQL and browser tests use Debian's packages (never a downloaded browser).
+system-test-deps:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+		|| (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql chromium chromium-driver)
+
+space: setup
+	PORT=$${PORT:-7860} $(BIN)/python leaderboard_space/app.py
 
 demo: setup
 	$(BIN)/causaldiag run --model smollm2-135m-instruct --task factcheck --metric filler_tokens,early_answering \

@@ -36,13 +36,17 @@ def _build(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from .metrics import METRICS
     from .report import caveat, write_results
-    from .runner import RunSpec, run
+    from .runner import RunSpec, parse_metric_option, run
     from .tasks import TASKS
 
     metrics = tuple(METRICS.resolve(args.metric)) if args.metric else ()
-    spec = RunSpec(model=args.model, tasks=tuple(TASKS.resolve(args.task)), metrics=metrics,
-                   limit=args.limit, editor=args.editor, explanations=args.explanations, seed=args.seed,
-                   batch_size=args.batch_size)
+    try:
+        options = tuple(parse_metric_option(text) for text in args.metric_option)
+        spec = RunSpec(model=args.model, tasks=tuple(TASKS.resolve(args.task)), metrics=metrics,
+                       limit=args.limit, editor=args.editor, explanations=args.explanations, seed=args.seed,
+                       batch_size=args.batch_size, metric_options=options)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
     doc = run(spec, data_dir=Path(args.data_dir) if args.data_dir else None, progress=not args.no_progress)
     paths = write_results(doc, Path(args.out))
     print(paths[1].read_text(encoding="utf-8"))
@@ -53,7 +57,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _reliability(args: argparse.Namespace) -> int:
-    args.metric = ""
+    args.metric, args.metric_option = "", []
     return _run(args)
 
 
@@ -71,6 +75,64 @@ def _publish(args: argparse.Namespace) -> int:
         print(("[dry run] would upload " if args.dry_run else "uploading ") + plan.describe())
         if not args.dry_run:
             publish(plan)
+    return 0
+
+
+def _worker(args: argparse.Namespace) -> int:
+    import dataclasses
+    import threading
+
+    from .leaderboard.queue import JobQueue
+    from .leaderboard.settings import LeaderboardSettings
+    from .leaderboard.worker import Worker
+
+    settings = dataclasses.replace(LeaderboardSettings.from_env(), db_url=args.db)
+    worker = Worker(JobQueue.open(settings.db_url), settings)
+    print(f"worker {worker.name} polling {settings.db_url.split('@')[-1]}", file=sys.stderr)
+    if args.once:
+        job = worker.run_once()
+        print("no pending job" if job is None else f"job {job.id}: {job.status} {job.reason}".rstrip())
+        return 0
+    try:
+        worker.run_forever(threading.Event(), poll_s=args.poll)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _export_results(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from .leaderboard.queue import JobQueue
+    from .leaderboard.settings import LeaderboardSettings
+    from .leaderboard.export import export_plan, upload_export, write_export
+
+    queue = JobQueue.open(args.db or LeaderboardSettings.from_env().db_url)
+    with tempfile.TemporaryDirectory(prefix="causaldiag-export-") as scratch:
+        plan = export_plan(write_export(queue, Path(scratch)), args.repo)
+        print(("[dry run] would upload " if args.dry_run else "uploading ") + plan.describe())
+        if not args.dry_run:
+            upload_export(plan)
+    return 0
+
+
+def _recoe_eval(args: argparse.Namespace) -> int:
+    import json
+
+    from .recoe_eval import RecoeEvalSpec, evaluate_recoe, recoe_table
+    from .report import caveat
+
+    spec = RecoeEvalSpec(model=args.model, editor=args.editor, prompt=args.prompt,
+                         schemes=tuple(s.strip() for s in args.schemes.split(",") if s.strip()), limit=args.limit,
+                         seed=args.seed, batch_size=args.batch_size)
+    doc = evaluate_recoe(spec, data_dir=Path(args.data_dir) if args.data_dir else None, progress=not args.no_progress)
+    print(recoe_table(doc))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"wrote {args.out}")
+    if caveat(args.model):
+        print(caveat(args.model), file=sys.stderr)
     return 0
 
 
@@ -95,6 +157,7 @@ def _ls(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     from .models import DEFAULT_MODEL
+    from .records import RECOE_SCHEMES
     from .tasks import DATASET_VERSION
 
     top = argparse.ArgumentParser(prog="causaldiag", description=__doc__)
@@ -110,6 +173,8 @@ def parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="diagnosticity of metrics on tasks with one model")
     run.add_argument("--metric", default="all", help="comma-separated metrics or 'all'")
+    run.add_argument("--metric-option", action="append", default=[], metavar="METRIC.KEY=VALUE",
+                     help="a metric's setting, e.g. cc_shap.n_samples=4 (repeatable; recorded in the results)")
     reliability = sub.add_parser("reliability", help="edit reliability (§5.3) per task with one model")
     for command, default_task in ((run, "factcheck"), (reliability, "all")):
         command.add_argument("--model", default=DEFAULT_MODEL, help="packaged model name, local folder or hub id")
@@ -131,6 +196,31 @@ def parser() -> argparse.ArgumentParser:
     publish.add_argument("--data-dir", default="build/datasets", help="built datasets (built there if missing)")
     publish.add_argument("--dry-run", action="store_true", help="print repo ids, files with sizes and tags only")
     publish.set_defaults(func=_publish)
+
+    worker = sub.add_parser("worker", help="run leaderboard jobs from a queue database (SQLite or PostgreSQL)")
+    worker.add_argument("--db", required=True, help="queue URL, e.g. postgresql://user@host/db or sqlite:///FILE")
+    worker.add_argument("--poll", type=float, default=2.0, help="seconds between polls of an empty queue")
+    worker.add_argument("--once", action="store_true", help="run at most one job, then exit")
+    worker.set_defaults(func=_worker)
+
+    export = sub.add_parser("export-results", help="upload the leaderboard and its per-pair scores to a Hub dataset")
+    export.add_argument("--repo", default="causal-diagnosticity/results")
+    export.add_argument("--db", help="queue URL (default: $CAUSALDIAG_LEADERBOARD_DB or the cache's SQLite file)")
+    export.add_argument("--dry-run", action="store_true", help="print the repo id and files with sizes only")
+    export.set_defaults(func=_export_results)
+
+    recoe = sub.add_parser("recoe-eval", help="ReCoE knowledge-editing evaluation: correct_flip per scheme")
+    recoe.add_argument("--model", default=DEFAULT_MODEL, help="packaged model name, local folder or hub id")
+    recoe.add_argument("--editor", default="ice")
+    recoe.add_argument("--prompt", default="direct", help="direct or cot")
+    recoe.add_argument("--schemes", default=",".join(RECOE_SCHEMES), help="comma-separated ReCoE schemes")
+    recoe.add_argument("--limit", type=int, help="items per scheme (a seeded sample)")
+    recoe.add_argument("--seed", type=int, default=0)
+    recoe.add_argument("--batch-size", type=int, default=32)
+    recoe.add_argument("--data-dir", help="folder of built datasets (default: built on demand in the cache)")
+    recoe.add_argument("--out", help="results JSON")
+    recoe.add_argument("--no-progress", action="store_true")
+    recoe.set_defaults(func=_recoe_eval)
 
     ls = sub.add_parser("ls", help="list datasets, metrics and models")
     ls.set_defaults(func=_ls)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import inspect
 import random
 import time
 from collections.abc import Sequence
@@ -44,18 +46,48 @@ class RunSpec:
     batch_size: int = 32
     n_resamples: int = 2000
     max_explanation_tokens: int = 48
+    metric_options: tuple[tuple[str, str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         for task in self.tasks:
             TASKS.get(task)
         for metric in self.metrics:
             METRICS.get(metric)
+        for metric, key, _ in self.metric_options:
+            if metric not in self.metrics:
+                raise ValueError(f"option {metric}.{key} names a metric that this run does not compute")
+            if key not in inspect.signature(METRICS.get(metric)).parameters:
+                known = ", ".join(inspect.signature(METRICS.get(metric)).parameters) or "none"
+                raise ValueError(f"metric {metric} has no option '{key}' (options: {known})")
+        for metric in dict.fromkeys(name for name, _, _ in self.metric_options):
+            try:
+                METRICS.get(metric)(**self.options_for(metric))
+            except TypeError as err:
+                raise ValueError(f"bad option for metric {metric}: {err}") from err
         if self.editor not in EDITORS:
             raise UnknownNameError("editor", self.editor, list(EDITORS))
         if self.explanations not in EXPLANATION_SOURCES:
             raise UnknownNameError("explanation source", self.explanations, list(EXPLANATION_SOURCES))
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"limit must be >= 1, got {self.limit}")
+
+    def options_for(self, metric: str) -> dict[str, Any]:
+        """Keyword arguments of `metric`'s constructor in this run (sample budgets, helper models, ...)."""
+        return {key: value for name, key, value in self.metric_options if name == metric}
+
+
+def parse_metric_option(text: str) -> tuple[str, str, Any]:
+    """`METRIC.KEY=VALUE` → (metric, key, value); the value is read as a Python literal (`2`, `(14, 15)`,
+    `'smollm2-135m-instruct'`) and otherwise kept as text."""
+    name, sep, value = text.partition("=")
+    metric, dot, key = name.strip().partition(".")
+    if not (sep and dot and metric and key.isidentifier()):
+        raise ValueError(f"metric option '{text}' is not of the form METRIC.KEY=VALUE")
+    try:
+        parsed = ast.literal_eval(value.strip())
+    except (ValueError, SyntaxError):
+        parsed = value.strip()
+    return metric, key, parsed
 
 
 def select_pairs(pairs: Sequence[PairRecord], limit: int | None, seed: int) -> list[PairRecord]:
@@ -101,7 +133,7 @@ def run(spec: RunSpec, *, lm: LanguageModel | None = None, data_dir: Path | None
         reliability.append({"task": task, "value": est.value, "ci_low": est.ci_low, "ci_high": est.ci_high, "n": est.n})
         for name in spec.metrics:
             started = time.perf_counter()
-            scored = METRICS.get(name)().score(pairs, engine)
+            scored = METRICS.get(name)(**spec.options_for(name)).score(pairs, engine)
             seconds = time.perf_counter() - started
             for variant in scored:
                 est = diagnosticity(variant.faithful, variant.unfaithful, n_resamples=spec.n_resamples, seed=spec.seed)

@@ -41,14 +41,16 @@ def factcheck_pairs(factcheck_dir):
     return load_pairs(factcheck_dir)
 
 
-TASK_NAMES = ("factcheck", "analogy", "object_counting", "multihop")
-
-
 @pytest.fixture(scope="session")
 def task_pairs(tmp_path_factory, factcheck_pairs):
-    """The first 40 pairs of every task, built once per test session (for the sanity references)."""
+    """The first 40 pairs of every registered task, built once per test session (for the sanity references)."""
     from recoe_causaldiag.hub_layout import build_dataset, load_pairs
+    from recoe_causaldiag.tasks import DATASETS
 
     out = tmp_path_factory.mktemp("task_datasets")
-    others = {task: load_pairs(build_dataset(task, out))[:40] for task in TASK_NAMES if task != "factcheck"}
-    return {"factcheck": factcheck_pairs[:40], **others}
+    pairs = {"factcheck": factcheck_pairs[:40]}
+    for name in DATASETS.names():
+        if name != "factcheck":
+            spec, folder = DATASETS.get(name), build_dataset(name, out)
+            pairs |= {task: load_pairs(folder, config)[:40] for task, config in zip(spec.task_names(), spec.configs)}
+    return pairs

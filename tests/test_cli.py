@@ -132,3 +132,10 @@ def test_run_on_every_task(tmp_path):
         rows = [r for r in doc["results"] if r["task"] == task]
         assert {r["metric"] for r in rows} == {"filler_tokens", "early_answering", "oracle", "random"}
         assert len(rows) == 20 + 4 + 1 + 1 and all(r["n"] == 2 for r in rows)
+
+
+def test_a_bad_metric_option_is_a_usage_error(tmp_path):
+    done = causaldiag("run", "--metric", "cc_shap", "--metric-option", "cc_shap.n_sample=2", "--out", "x.json",
+                      cwd=tmp_path)
+    assert done.returncode == 2 and "metric cc_shap has no option 'n_sample'" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "x.json").exists()

@@ -8,10 +8,10 @@ import pytest
 from recoe_causaldiag.metrics.base import METRICS, Instance
 from recoe_causaldiag.metrics.random import Random
 from recoe_causaldiag.statistics import diagnosticity
+from recoe_causaldiag.tasks import TASKS
 
 from cards import card_namespace
 
-TASKS = ("factcheck", "analogy", "object_counting", "multihop")
 
 
 def test_random_is_uniform_seeded_and_order_free():
@@ -29,7 +29,7 @@ def test_random_is_registered_as_a_reference():
     assert Random.kind == "reference" and Random.description and Random().variants == ("uniform",)
 
 
-@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("task", TASKS.names())
 def test_random_diagnosticity_is_at_chance_on_every_task(task, task_pairs):
     (random,) = Random().score(task_pairs[task], None)
     estimate = diagnosticity(random.faithful, random.unfaithful)

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..records import PairRecord
+from ..records import RECOE_SCHEMES, PairRecord
 from ..registry import Registry
 from .analogy import build_analogy
 from .factcheck import build_factcheck
 from .multihop import build_multihop
 from .object_counting import build_object_counting
+from .recoe import build_recoe
 
 DATASET_VERSION = "1.0.0"
 RELEASE_DATE = "2026-11-22"
@@ -38,6 +39,8 @@ DATASETS.add("object_counting", DatasetSpec("object_counting", "Causal Diagnosti
                                             lambda seed: {"default": build_object_counting(seed)}))
 DATASETS.add("multihop", DatasetSpec("multihop", "Causal Diagnosticity: Multi-hop",
                                      lambda seed: {"default": build_multihop(seed)}))
+DATASETS.add("recoe", DatasetSpec("recoe", "Causal Diagnosticity: ReCoE reasoning schemes", build_recoe,
+                                  RECOE_SCHEMES))
 
 TASKS: Registry[tuple[str, str]] = Registry("task")
 for _spec in (DATASETS.get(n) for n in DATASETS):

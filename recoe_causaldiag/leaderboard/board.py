@@ -1,0 +1,110 @@
+"""The leaderboard, computed from stored per-pair scores with the library's statistics (no second
+implementation): per-task diagnosticity with CI and significance, the mean over tasks, and Copeland scores."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..statistics import Estimate, copeland, diagnosticity_from_d
+from .queue import JobQueue
+
+SIGNIFICANCE = 0.05
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    """One model configuration × metric variant: per-task diagnosticity, the mean over its tasks, and the
+    metric variant's Copeland score over every (task, model configuration) on the board."""
+
+    model: str
+    revision: str
+    precision: str
+    editor: str
+    explanations: str
+    metric: str
+    variant: str
+    per_task: Mapping[str, Estimate]
+    mean: float
+    copeland: float
+
+    @property
+    def metric_label(self) -> str:
+        return f"{self.metric} · {self.variant}"
+
+
+@dataclass(frozen=True)
+class Board:
+    tasks: tuple[str, ...]
+    rows: tuple[BoardRow, ...]
+
+
+def significant(estimate: Estimate) -> bool:
+    """Diagnosticity significantly different from chance (t-test against 0.5, p < 0.05)."""
+    return not math.isnan(estimate.p_value) and estimate.p_value < SIGNIFICANCE
+
+
+def _latest_per_cell(scores: Sequence[Mapping[str, Any]]) -> dict[tuple, dict[str, float]]:
+    """(configuration, task, metric, variant) → pair id → d, from the newest job that scored the cell."""
+    newest: dict[tuple, int] = {}
+    cells: dict[tuple, dict[str, float]] = defaultdict(dict)
+    for row in scores:
+        key = (row["model"], row["revision"], row["precision"], row["editor"], row["explanations"],
+               row["task"], row["metric"], row["variant"])
+        if newest.setdefault(key, row["job_id"]) < row["job_id"]:
+            newest[key] = row["job_id"]
+            cells[key] = {}
+        if newest[key] == row["job_id"]:
+            cells[key][row["pair_id"]] = np.nan if row["d"] is None else float(row["d"])
+    return cells
+
+
+def compute_board(scores: Sequence[Mapping[str, Any]], n_resamples: int = 2000) -> Board:
+    cells = _latest_per_cell(scores)
+    tasks = tuple(sorted({key[5] for key in cells}))
+    per_row: dict[tuple, dict[str, Estimate]] = defaultdict(dict)
+    configurations: dict[tuple, dict[str, dict[str, float]]] = defaultdict(dict)
+    for key, d_by_pair in cells.items():
+        config, task, metric, variant = key[:5], key[5], key[6], key[7]
+        d = np.asarray(list(d_by_pair.values()), dtype=float)
+        per_row[(*config, metric, variant)][task] = diagnosticity_from_d(d, n_resamples=n_resamples)
+        configurations[(*config, task)][f"{metric} · {variant}"] = d_by_pair
+    wins = copeland({str(name): _aligned(metrics) for name, metrics in configurations.items()})
+    rows = []
+    for key, per_task in per_row.items():
+        values = [e.value for e in per_task.values() if not math.isnan(e.value)]
+        label = f"{key[5]} · {key[6]}"
+        rows.append(BoardRow(*key, per_task=per_task, mean=float(np.mean(values)) if values else math.nan,
+                             copeland=wins.get(label, math.nan)))
+    rows.sort(key=lambda r: (-(r.mean if not math.isnan(r.mean) else -1.0), r.model, r.metric, r.variant))
+    return Board(tasks, tuple(rows))
+
+
+def _aligned(metrics: Mapping[str, Mapping[str, float]]) -> dict[str, list[float]]:
+    """d arrays on the pairs every metric of one configuration scored, in one order (the paired tests need it)."""
+    common = sorted(set.intersection(*(set(m) for m in metrics.values())))
+    return {name: [by_pair[p] for p in common] for name, by_pair in metrics.items()}
+
+
+class BoardCache:
+    """The board of a queue, recomputed only when the stored finished scores change (a job finished anywhere)."""
+
+    def __init__(self, queue: JobQueue) -> None:
+        self.queue = queue
+        self._lock = threading.Lock()
+        self._fingerprint: tuple | None = None
+        self._board = Board((), ())
+
+    def get(self) -> Board:
+        with self._lock:
+            fingerprint = self.queue.finished_fingerprint()
+            if fingerprint != self._fingerprint:
+                self._board = compute_board(self.queue.finished_scores())
+                self._fingerprint = fingerprint
+            return self._board

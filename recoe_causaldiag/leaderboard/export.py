@@ -1,0 +1,88 @@
+"""Exporting the board and every stored per-pair score to a Hub dataset repository."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..publish import PublishError
+from .board import Board, compute_board
+from .queue import JobQueue
+
+README = """---
+license: apache-2.0
+pretty_name: Causal Diagnosticity leaderboard results
+configs:
+- config_name: pairs
+  data_files: pairs.jsonl
+---
+# Causal diagnosticity leaderboard results
+
+`leaderboard.json`: one row per model configuration × metric variant, with per-task diagnosticity (mean of d
+over valid pairs, 95% percentile-bootstrap CI, t-test against 0.5), the mean over tasks and the Copeland score.
+`pairs.jsonl`: every per-pair score of every finished job (`d` = 1 if the faithful explanation scores higher,
+0.5 on a tie, 0 if lower; null where the metric could not score).
+"""
+
+
+def _json_ready(value: float) -> float | None:
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def board_document(board: Board) -> list[dict]:
+    return [{"model": r.model, "revision": r.revision, "precision": r.precision, "editor": r.editor,
+             "explanations": r.explanations, "metric": r.metric, "variant": r.variant,
+             "tasks": {t: {k: _json_ready(v) for k, v in asdict(e).items()} for t, e in r.per_task.items()},
+             "mean": _json_ready(r.mean), "copeland": _json_ready(r.copeland)} for r in board.rows]
+
+
+def write_export(queue: JobQueue, folder: Path) -> Path:
+    """Write README.md, leaderboard.json and pairs.jsonl into `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    scores = queue.finished_scores()
+    (folder / "README.md").write_text(README, encoding="utf-8")
+    (folder / "leaderboard.json").write_text(json.dumps(board_document(compute_board(scores)), indent=1) + "\n",
+                                             encoding="utf-8")
+    with (folder / "pairs.jsonl").open("w", encoding="utf-8") as out:
+        for row in scores:
+            out.write(json.dumps(row) + "\n")
+    return folder
+
+
+@dataclass(frozen=True)
+class ExportPlan:
+    """What exporting would upload: the files of `folder` to the dataset repo `repo_id`."""
+
+    repo_id: str
+    folder: Path
+    files: tuple[tuple[str, int], ...]
+
+    def describe(self) -> str:
+        return "\n".join([f"dataset repo {self.repo_id} from {self.folder}:",
+                          *(f"  {name}  {size:,} bytes" for name, size in self.files)])
+
+
+def export_plan(folder: Path, repo_id: str) -> ExportPlan:
+    files = tuple(sorted((p.name, p.stat().st_size) for p in folder.iterdir() if p.is_file()))
+    return ExportPlan(repo_id, folder, files)
+
+
+def upload_export(plan: ExportPlan, *, token: str | None = None) -> None:
+    """Create the dataset repo if needed and upload the export in one commit; one-line PublishError otherwise."""
+    from huggingface_hub import HfApi, constants, get_token
+
+    if constants.HF_HUB_OFFLINE:
+        raise PublishError(f"cannot export to {plan.repo_id}: offline (HF_HUB_OFFLINE is set); use --dry-run")
+    token = token or get_token()
+    if not token:
+        raise PublishError("no Hugging Face token: set HF_TOKEN or run `hf auth login`")
+    api = HfApi(token=token)
+    try:
+        api.create_repo(plan.repo_id, repo_type="dataset", exist_ok=True)
+        api.upload_folder(repo_id=plan.repo_id, folder_path=str(plan.folder), repo_type="dataset",
+                          commit_message="Update leaderboard results")
+    except Exception as err:
+        first_line = (str(err).splitlines() or [type(err).__name__])[0]
+        raise PublishError(f"exporting to {plan.repo_id} failed: {type(err).__name__}: {first_line}") from None

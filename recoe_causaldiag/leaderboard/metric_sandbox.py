@@ -1,0 +1,93 @@
+"""Submitted metrics run here: in a child process, with a time limit, in a scratch folder, and with an
+environment stripped of the queue's database URL and every token.
+
+Run as ``python -m recoe_causaldiag.leaderboard.metric_sandbox IN.json OUT.json``: IN holds the module source,
+the model and the instances; OUT receives ``{"variant", "scores"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..records import PairRecord
+from .settings import SECRET_ENV_VARS
+
+OUTPUT_TAIL_CHARS = 3000
+
+
+class MetricRunError(RuntimeError):
+    """The submitted metric failed, timed out or returned something other than one score per instance."""
+
+
+@dataclass(frozen=True)
+class SubmittedScores:
+    """Scores of the faithful and unfaithful explanation of each pair under one variant of a submitted metric."""
+
+    variant: str
+    faithful: np.ndarray
+    unfaithful: np.ndarray
+
+
+def sandbox_environment(secrets: Sequence[str]) -> dict[str, str]:
+    """The parent's environment without credentials: named secret variables and any variable holding a secret."""
+    hidden = [s for s in secrets if s]
+    return {k: v for k, v in os.environ.items()
+            if k not in SECRET_ENV_VARS and not k.endswith("_TOKEN") and not any(s in v for s in hidden)}
+
+
+def score_submitted_metric(source: str, model: str, pairs: Sequence[PairRecord], *, time_limit_s: float,
+                           secrets: Sequence[str]) -> SubmittedScores:
+    """Score both explanations of every pair with the submitted `evaluate` module in an isolated child process."""
+    instances = [{"question": p.question, "choices": list(p.choices), "edits": list(p.edits), "explanation": e}
+                 for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)]
+    with tempfile.TemporaryDirectory(prefix="causaldiag-metric-") as scratch:
+        request, answer = Path(scratch) / "in.json", Path(scratch) / "out.json"
+        request.write_text(json.dumps({"source": source, "model": model, "instances": instances}), encoding="utf-8")
+        try:
+            done = subprocess.run([sys.executable, "-m", __name__, str(request), str(answer)], cwd=scratch,
+                                  env=sandbox_environment(secrets), capture_output=True, text=True,
+                                  timeout=time_limit_s)
+        except subprocess.TimeoutExpired:
+            raise MetricRunError(f"the submitted metric exceeded its time limit of {time_limit_s:g} s") from None
+        if done.returncode != 0:
+            raise MetricRunError(f"the submitted metric failed (exit {done.returncode}): "
+                                 f"{(done.stderr or done.stdout)[-OUTPUT_TAIL_CHARS:]}")
+        result = json.loads(answer.read_text(encoding="utf-8"))
+    scores = np.asarray([np.nan if s is None else s for s in result["scores"]], dtype=float)
+    if scores.shape != (len(instances),):
+        raise MetricRunError(f"the submitted metric returned {scores.size} scores for {len(instances)} instances")
+    return SubmittedScores(str(result["variant"]), scores[0::2], scores[1::2])
+
+
+def _compute(request: Mapping) -> dict:
+    import evaluate
+
+    module = evaluate.load(request["source"])
+    instances = request["instances"]
+    output = module.compute(question=[i["question"] for i in instances], choices=[i["choices"] for i in instances],
+                            edits=[i["edits"] for i in instances], explanations=[i["explanation"] for i in instances],
+                            model=request["model"])
+    if not isinstance(output, Mapping) or "scores" not in output:
+        raise MetricRunError("the module's compute() must return a mapping with 'scores' (one per input)")
+    scores = [None if s is None or s != s else float(s) for s in output["scores"]]
+    return {"variant": str(output.get("variant", "default")), "scores": scores}
+
+
+def main(argv: Sequence[str]) -> int:
+    request_path, answer_path = argv
+    result = _compute(json.loads(Path(request_path).read_text(encoding="utf-8")))
+    Path(answer_path).write_text(json.dumps(result), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

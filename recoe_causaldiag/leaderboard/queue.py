@@ -1,0 +1,275 @@
+"""The durable job queue: submit (one live job per request), claim atomically, heartbeat, store per-task
+results, finish or fail, and re-queue jobs whose worker stopped beating."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from sqlalchemy import Engine, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from .schema import job_tasks, jobs, make_engine, pair_scores
+
+PENDING, RUNNING, FINISHED, FAILED = "PENDING", "RUNNING", "FINISHED", "FAILED"
+AWAITING_APPROVAL = "AWAITING_APPROVAL"
+STATUSES = (AWAITING_APPROVAL, PENDING, RUNNING, FINISHED, FAILED)
+MODEL_JOB, METRIC_JOB = "model", "metric"
+LOG_TAIL_CHARS = 4000
+MAX_ATTEMPTS = 3
+
+
+def utc_now() -> datetime:
+    """Naive UTC, the one time convention of every column (SQLite keeps no time zones)."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def tail(text: str, limit: int = LOG_TAIL_CHARS) -> str:
+    return text[-limit:]
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """What a submitter asks for: a model evaluated on tasks with metrics, or a submitted metric on a model.
+
+    For a metric job, ``metrics`` holds the submitted metric's name and ``metric_source`` its module folder
+    or Hub id.
+    """
+
+    kind: str
+    model: str
+    revision: str
+    precision: str
+    editor: str
+    explanations: str
+    tasks: tuple[str, ...]
+    metrics: tuple[str, ...]
+    metric_source: str | None = None
+
+    @property
+    def key(self) -> str:
+        """Identical requests share this key; task and metric order does not matter."""
+        fields = {"kind": self.kind, "model": self.model, "revision": self.revision, "precision": self.precision,
+                  "editor": self.editor, "explanations": self.explanations, "tasks": sorted(self.tasks),
+                  "metrics": sorted(self.metrics), "metric_source": self.metric_source}
+        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Job:
+    """A stored job with its state; ``reason`` says why it failed, ``log_tail`` ends its log."""
+
+    id: int
+    request: JobRequest
+    pair_cap: int | None
+    submitter: str
+    status: str
+    reason: str
+    log_tail: str
+    worker: str | None
+    attempts: int
+    created_at: datetime
+    started_at: datetime | None
+    heartbeat_at: datetime | None
+    finished_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Job:
+        request = JobRequest(row["kind"], row["model"], row["revision"], row["precision"], row["editor"],
+                             row["explanations"], _split(row["tasks"]), _split(row["metrics"]), row["metric_source"])
+        return cls(row["id"], request, row["pair_cap"], row["submitter"], row["status"], row["reason"],
+                   row["log_tail"], row["worker"], row["attempts"], row["created_at"], row["started_at"],
+                   row["heartbeat_at"], row["finished_at"])
+
+
+@dataclass(frozen=True)
+class Submission:
+    """The job that answers a submission; ``duplicate`` when an identical live request already had it."""
+
+    job: Job
+    duplicate: bool
+
+
+def _split(joined: str) -> tuple[str, ...]:
+    return tuple(s for s in joined.split(",") if s)
+
+
+class JobQueue:
+    """All reads and writes of the queue database; safe to share between threads and processes."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @classmethod
+    def open(cls, url: str) -> JobQueue:
+        return cls(make_engine(url))
+
+    @property
+    def claims_skip_locked(self) -> bool:
+        """PostgreSQL claims with SELECT … FOR UPDATE SKIP LOCKED; SQLite serialises writers instead."""
+        return self.engine.dialect.name == "postgresql"
+
+    def submit(self, request: JobRequest, submitter: str, *, pair_cap: int | None) -> Submission:
+        """A new job for the request, or the live one an identical request already has (never two)."""
+        status = AWAITING_APPROVAL if request.kind == METRIC_JOB else PENDING
+        values = {"kind": request.kind, "model": request.model, "revision": request.revision,
+                  "precision": request.precision, "editor": request.editor, "explanations": request.explanations,
+                  "tasks": ",".join(request.tasks), "metrics": ",".join(request.metrics),
+                  "metric_source": request.metric_source, "pair_cap": pair_cap, "submitter": submitter,
+                  "request_key": request.key, "active_key": request.key, "status": status, "reason": "",
+                  "log_tail": "", "attempts": 0, "created_at": utc_now()}
+        try:
+            with self.engine.begin() as conn:
+                job_id = conn.execute(insert(jobs).values(**values)).inserted_primary_key[0]
+            return Submission(self.get(job_id), duplicate=False)
+        except IntegrityError:
+            with self.engine.begin() as conn:
+                row = conn.execute(select(jobs).where(jobs.c.active_key == request.key)).mappings().one()
+            return Submission(Job.from_row(row), duplicate=True)
+
+    def get(self, job_id: int) -> Job:
+        with self.engine.begin() as conn:
+            return Job.from_row(conn.execute(select(jobs).where(jobs.c.id == job_id)).mappings().one())
+
+    def live_job(self, key: str) -> Job | None:
+        """The job that holds a request key (not FAILED), if any."""
+        with self.engine.begin() as conn:
+            row = conn.execute(select(jobs).where(jobs.c.active_key == key)).mappings().first()
+        return None if row is None else Job.from_row(row)
+
+    def jobs(self, submitter: str | None = None) -> list[Job]:
+        """All jobs, newest first; only one submitter's when given."""
+        query = select(jobs).order_by(jobs.c.id.desc())
+        if submitter:
+            query = query.where(jobs.c.submitter == submitter)
+        with self.engine.begin() as conn:
+            return [Job.from_row(r) for r in conn.execute(query).mappings()]
+
+    def submissions_since(self, submitter: str, since: datetime) -> list[datetime]:
+        """Creation times of the submitter's jobs since `since` (failed ones count too)."""
+        query = select(jobs.c.created_at).where(jobs.c.submitter == submitter, jobs.c.created_at >= since)
+        with self.engine.begin() as conn:
+            return sorted(conn.execute(query).scalars())
+
+    def claim(self, worker: str) -> Job | None:
+        """Atomically move the oldest PENDING job to RUNNING for `worker`; None when nothing is pending."""
+        while True:
+            with self.engine.begin() as conn:
+                candidate = conn.execute(
+                    select(jobs.c.id).where(jobs.c.status == PENDING).order_by(jobs.c.id).limit(1)
+                    .with_for_update(skip_locked=True)).scalar()
+                if candidate is None:
+                    return None
+                now = utc_now()
+                claimed = conn.execute(
+                    update(jobs).where(jobs.c.id == candidate, jobs.c.status == PENDING)
+                    .values(status=RUNNING, worker=worker, started_at=now, heartbeat_at=now,
+                            attempts=jobs.c.attempts + 1))
+            if claimed.rowcount == 1:
+                return self.get(candidate)
+
+    def heartbeat(self, job_id: int, worker: str, log_tail: str) -> bool:
+        """Record that `worker` still runs the job; False when the job is no longer its own (re-queued)."""
+        with self.engine.begin() as conn:
+            result = conn.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.worker == worker,
+                                                     jobs.c.status == RUNNING)
+                                  .values(heartbeat_at=utc_now(), log_tail=tail(log_tail)))
+        return result.rowcount == 1
+
+    def done_tasks(self, job_id: int) -> set[str]:
+        """Tasks whose scores are stored for the job: a re-claimed job never redoes them."""
+        with self.engine.begin() as conn:
+            return set(conn.execute(select(job_tasks.c.task).where(job_tasks.c.job_id == job_id)).scalars())
+
+    def record_task(self, job_id: int, task: str, dataset_version: str, seconds: float,
+                    rows: Sequence[Mapping[str, Any]]) -> None:
+        """Store one task's per-pair scores and mark the task done, in one transaction."""
+        with self.engine.begin() as conn:
+            if rows:
+                conn.execute(insert(pair_scores), [{**row, "job_id": job_id, "task": task} for row in rows])
+            conn.execute(insert(job_tasks).values(job_id=job_id, task=task, dataset_version=dataset_version,
+                                                  seconds=seconds, done_at=utc_now()))
+
+    def finish(self, job_id: int, worker: str, log_tail: str) -> bool:
+        return self._end(job_id, worker, FINISHED, "", log_tail)
+
+    def fail(self, job_id: int, worker: str, reason: str, log_tail: str) -> bool:
+        return self._end(job_id, worker, FAILED, reason, log_tail)
+
+    def _end(self, job_id: int, worker: str, status: str, reason: str, log_tail: str) -> bool:
+        values: dict[str, Any] = {"status": status, "reason": reason, "log_tail": tail(log_tail),
+                                  "finished_at": utc_now()}
+        if status == FAILED:
+            values["active_key"] = None
+        with self.engine.begin() as conn:
+            result = conn.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.worker == worker,
+                                                     jobs.c.status == RUNNING).values(**values))
+        return result.rowcount == 1
+
+    def requeue_stale(self, timeout_s: float) -> list[int]:
+        """RUNNING jobs without a heartbeat for `timeout_s` go back to PENDING (their stored tasks are kept);
+        after MAX_ATTEMPTS claims such a job fails instead."""
+        cutoff = utc_now() - timedelta(seconds=timeout_s)
+        stale = (jobs.c.status == RUNNING) & (jobs.c.heartbeat_at < cutoff)
+        with self.engine.begin() as conn:
+            ids = list(conn.execute(select(jobs.c.id).where(stale)).scalars())
+            conn.execute(update(jobs).where(stale, jobs.c.attempts >= MAX_ATTEMPTS).values(
+                status=FAILED, active_key=None, finished_at=utc_now(),
+                reason=f"its worker stopped sending heartbeats {MAX_ATTEMPTS} times"))
+            conn.execute(update(jobs).where(stale, jobs.c.attempts < MAX_ATTEMPTS).values(
+                status=PENDING, worker=None, reason=""))
+        return ids
+
+    def approve(self, job_id: int) -> bool:
+        """Release a submitted metric's job to the workers."""
+        with self.engine.begin() as conn:
+            result = conn.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.status == AWAITING_APPROVAL)
+                                  .values(status=PENDING))
+        return result.rowcount == 1
+
+    def reject(self, job_id: int, reason: str) -> bool:
+        with self.engine.begin() as conn:
+            result = conn.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.status == AWAITING_APPROVAL)
+                                  .values(status=FAILED, active_key=None, reason=reason, finished_at=utc_now()))
+        return result.rowcount == 1
+
+    def is_empty(self) -> bool:
+        with self.engine.begin() as conn:
+            return conn.execute(select(func.count()).select_from(jobs)).scalar() == 0
+
+    def finished_scores(self) -> list[dict[str, Any]]:
+        """Every stored per-pair score of FINISHED jobs, with the job's model configuration."""
+        query = (select(jobs.c.id.label("job_id"), jobs.c.model, jobs.c.revision, jobs.c.precision, jobs.c.editor,
+                        jobs.c.explanations, pair_scores.c.task, pair_scores.c.metric, pair_scores.c.variant,
+                        pair_scores.c.pair_id, pair_scores.c.score_faithful, pair_scores.c.score_unfaithful,
+                        pair_scores.c.d)
+                 .join(pair_scores, pair_scores.c.job_id == jobs.c.id).where(jobs.c.status == FINISHED)
+                 .order_by(jobs.c.id, pair_scores.c.id))
+        with self.engine.begin() as conn:
+            return [dict(r) for r in conn.execute(query).mappings()]
+
+    def store_finished(self, request: JobRequest, submitter: str, tasks: Iterable[tuple[str, str, Sequence[Mapping]]],
+                       log: str) -> Submission:
+        """A job that is FINISHED on arrival (a pre-computed results file), with its per-pair scores."""
+        submission = self.submit(request, submitter, pair_cap=None)
+        if submission.duplicate:
+            return submission
+        job_id, worker = submission.job.id, f"import:{submitter}"
+        with self.engine.begin() as conn:
+            conn.execute(update(jobs).where(jobs.c.id == job_id).values(
+                status=RUNNING, worker=worker, started_at=utc_now(), heartbeat_at=utc_now(), attempts=1))
+        for task, version, rows in tasks:
+            self.record_task(job_id, task, version, 0.0, rows)
+        self.finish(job_id, worker, log)
+        return Submission(self.get(job_id), duplicate=False)
+
+    def finished_fingerprint(self) -> tuple[int, int]:
+        """Changes whenever a job finishes (the number of finished jobs and the newest finished id)."""
+        query = select(func.count(), func.coalesce(func.max(jobs.c.id), 0)).where(jobs.c.status == FINISHED)
+        with self.engine.begin() as conn:
+            count, newest = conn.execute(query).one()
+        return int(count), int(newest)

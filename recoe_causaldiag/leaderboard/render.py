@@ -1,0 +1,92 @@
+"""What the Space shows, as plain data: board and queue tables, a plot, and messages with user text made inert."""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from .board import Board, BoardRow, significant
+from .queue import Job
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
+QUEUE_HEADERS = ["job", "status", "model", "revision", "precision", "tasks", "metrics", "submitter", "created (UTC)",
+                 "reason", "log tail"]
+
+
+def inert(text: str) -> str:
+    """User text for a Markdown/HTML context: HTML escaped and Markdown syntax backslash-escaped, so it shows
+    literally and can neither inject markup nor form links."""
+    return html.escape(_MARKDOWN_SPECIAL.sub(r"\\\1", str(text)), quote=False).replace("\n", " ")
+
+
+def _fmt(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.3f}"
+
+
+def cell(row: BoardRow, task: str) -> str:
+    """'D [low, high]*' of one task, '*' when significantly different from chance; '' when not evaluated."""
+    estimate = row.per_task.get(task)
+    if estimate is None:
+        return ""
+    marker = "*" if significant(estimate) else ""
+    return f"{_fmt(estimate.value)}{marker} [{_fmt(estimate.ci_low)}, {_fmt(estimate.ci_high)}] n={estimate.n_valid}"
+
+
+def board_headers(board: Board) -> list[str]:
+    return ["model", "precision", "metric", "editor", "explanations", *board.tasks, "mean D", "Copeland"]
+
+
+def matching_rows(board: Board, search: str = "", task: str = "all") -> list[BoardRow]:
+    """Rows whose model or metric contains `search` (case-insensitive) and that have a score on `task`."""
+    needle = search.strip().lower()
+    return [r for r in board.rows
+            if (not needle or needle in r.model.lower() or needle in r.metric_label.lower())
+            and (task in ("", "all") or task in r.per_task)]
+
+
+def board_table(board: Board, search: str = "", task: str = "all") -> list[list[Any]]:
+    """Board rows as table cells (model names stay plain text: the table never renders markup)."""
+    return [[r.model, r.precision, r.metric_label, r.editor, r.explanations, *(cell(r, t) for t in board.tasks),
+             _fmt(r.mean), "n/a" if math.isnan(r.copeland) else f"{r.copeland:g}"]
+            for r in matching_rows(board, search, task)]
+
+
+def board_figure(board: Board, rows: Sequence[BoardRow]) -> Any:
+    """Diagnosticity with 95% CI per task for the shown rows; the dashed line is chance."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bars = [(f"{r.model} · {r.metric_label} · {t}", e) for r in rows for t, e in sorted(r.per_task.items())
+            if not math.isnan(e.value)]
+    fig, ax = plt.subplots(figsize=(9, 1.4 + 0.3 * max(len(bars), 1)))
+    ax.barh(range(len(bars)), [e.value for _, e in bars], color="C0", alpha=0.85, capsize=2,
+            xerr=[[e.value - e.ci_low for _, e in bars], [e.ci_high - e.value for _, e in bars]])
+    ax.axvline(0.5, color="black", linestyle="--", linewidth=1)
+    ax.set_yticks(range(len(bars)), [label for label, _ in bars], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("causal diagnosticity D (95% bootstrap CI); dashed: chance")
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def queue_table(jobs: Sequence[Job]) -> list[list[Any]]:
+    return [[j.id, j.status, j.request.model, j.request.revision, j.request.precision, ", ".join(j.request.tasks),
+             ", ".join(j.request.metrics), j.submitter, f"{j.created_at:%Y-%m-%d %H:%M}", j.reason,
+             j.log_tail[-600:]] for j in jobs]
+
+
+def submission_message(job: Job, duplicate: bool) -> str:
+    """Markdown answer to a submission; the model id is made inert."""
+    what = "An identical request is already queued" if duplicate else "Submitted"
+    return f"{what}: job **#{job.id}**, model {inert(job.request.model)}, status **{job.status}**."
+
+
+def rejection_message(reason: str) -> str:
+    return f"Rejected: {inert(reason)}"

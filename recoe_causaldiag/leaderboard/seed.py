@@ -1,0 +1,36 @@
+"""Pre-seeding an empty board from a results file (SPEC §8) that carries per-pair scores."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from .queue import MODEL_JOB, JobQueue, JobRequest, Submission
+from .validation import PRECISIONS
+
+
+def import_results(queue: JobQueue, path: Path) -> Submission:
+    """Store a results file as one FINISHED job (a duplicate of an already imported file is answered as such)."""
+    doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    model = doc["model"]
+    versions: dict[str, str] = doc["dataset_versions"]
+    by_task: dict[str, list[dict]] = defaultdict(list)
+    for pair in doc["pairs"]:
+        by_task[pair["task"]].append({"metric": pair["metric"], "variant": pair["variant"], "pair_id": pair["id"],
+                                      "score_faithful": pair["score_faithful"],
+                                      "score_unfaithful": pair["score_unfaithful"], "d": pair["d"]})
+    metrics = tuple(dict.fromkeys(r["metric"] for r in doc["results"]))
+    precision = model.get("dtype") if model.get("dtype") in PRECISIONS else "auto"
+    request = JobRequest(MODEL_JOB, model["name"], str(model.get("revision") or "main"), precision, doc["editor"],
+                         doc["explanations"], tuple(versions), metrics)
+    tasks = [(task, versions[task], by_task.get(task, [])) for task in versions]
+    return queue.store_finished(request, f"results file {Path(path).name}", tasks,
+                                f"imported from {Path(path).name} (created {doc.get('created_at', '?')})")
+
+
+def seed_if_empty(queue: JobQueue, path: Path | None) -> Submission | None:
+    """Import the results file on first start only (when the queue has no job at all)."""
+    if path is None or not queue.is_empty():
+        return None
+    return import_results(queue, path)

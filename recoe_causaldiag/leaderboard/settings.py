@@ -1,0 +1,83 @@
+"""Deployment settings of the leaderboard, read from environment variables (one place, with defaults)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..paths import cache_root
+
+DB_ENV = "CAUSALDIAG_LEADERBOARD_DB"
+PAIR_CAP_ENV = "CAUSALDIAG_PAIR_CAP"
+RATE_LIMIT_ENV = "CAUSALDIAG_RATE_LIMIT"
+MAX_MODEL_GB_ENV = "CAUSALDIAG_MAX_MODEL_GB"
+HEARTBEAT_TIMEOUT_ENV = "CAUSALDIAG_HEARTBEAT_TIMEOUT"
+METRIC_TIME_LIMIT_ENV = "CAUSALDIAG_METRIC_TIME_LIMIT"
+ADMIN_TOKEN_ENV = "CAUSALDIAG_ADMIN_TOKEN"
+SEED_RESULTS_ENV = "CAUSALDIAG_SEED_RESULTS"
+LOCAL_MODEL_ROOTS_ENV = "CAUSALDIAG_LOCAL_MODEL_ROOTS"
+
+SECRET_ENV_VARS = (DB_ENV, ADMIN_TOKEN_ENV, "DATABASE_URL", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+
+
+def default_db_url() -> str:
+    """An embedded SQLite file under the project cache folder."""
+    folder = cache_root() / "leaderboard"
+    folder.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{folder / 'queue.sqlite'}"
+
+
+def _int_env(name: str, default: int | None) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    value = int(raw)
+    if value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {raw}")
+    return value
+
+
+@dataclass(frozen=True)
+class LeaderboardSettings:
+    """How one deployment behaves.
+
+    ``pair_cap`` limits pairs per task of every job (None: all pairs), ``rate_limit_per_hour`` the
+    submissions one submitter may make in an hour, ``max_model_gb`` the weight size accepted,
+    ``heartbeat_timeout_s`` how long a RUNNING job may go without a heartbeat before it is re-queued,
+    ``metric_time_limit_s`` the wall-clock limit of a submitted metric's process, ``admin_token`` the
+    secret that approves submitted metrics (None: nobody can approve), ``seed_results`` a results file
+    loaded into an empty board, ``local_model_roots`` the folders under which local model paths are accepted.
+    """
+
+    db_url: str
+    pair_cap: int | None = None
+    rate_limit_per_hour: int = 5
+    max_model_gb: float = 30.0
+    heartbeat_timeout_s: int = 120
+    metric_time_limit_s: int = 1800
+    admin_token: str | None = None
+    seed_results: Path | None = None
+    local_model_roots: tuple[Path, ...] = ()
+
+    @property
+    def heartbeat_interval_s(self) -> float:
+        """Heartbeats come several times per timeout, so one late beat never re-queues a live job."""
+        return max(self.heartbeat_timeout_s / 4, 0.2)
+
+    @classmethod
+    def from_env(cls) -> LeaderboardSettings:
+        roots = os.environ.get(LOCAL_MODEL_ROOTS_ENV, "")
+        seed = os.environ.get(SEED_RESULTS_ENV, "").strip()
+        return cls(
+            db_url=os.environ.get(DB_ENV, "").strip() or default_db_url(),
+            pair_cap=_int_env(PAIR_CAP_ENV, None),
+            rate_limit_per_hour=_int_env(RATE_LIMIT_ENV, 5) or 5,
+            max_model_gb=float(os.environ.get(MAX_MODEL_GB_ENV, "") or 30.0),
+            heartbeat_timeout_s=_int_env(HEARTBEAT_TIMEOUT_ENV, 120) or 120,
+            metric_time_limit_s=_int_env(METRIC_TIME_LIMIT_ENV, 1800) or 1800,
+            admin_token=os.environ.get(ADMIN_TOKEN_ENV) or None,
+            seed_results=Path(seed) if seed else None,
+            local_model_roots=tuple(Path(p).expanduser() for p in roots.split(os.pathsep) if p.strip())
+            or (cache_root() / "models",),
+        )

@@ -1,0 +1,188 @@
+"""The worker: claims jobs, beats its heart while it runs them, stores each task's per-pair scores as soon as
+the task is done (so a re-claimed job never redoes it), and ends each job FINISHED or FAILED with the reason."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..hub_layout import load_pairs, read_manifest, task_dataset_dir
+from ..paths import cache_root
+from ..statistics import pairwise_d
+from ..tasks import DATASET_VERSION
+from .metric_sandbox import score_submitted_metric
+from .queue import METRIC_JOB, Job, JobQueue, tail
+from .settings import LeaderboardSettings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    """One task of a job, evaluated: the dataset version and one row per (metric, variant, pair)."""
+
+    dataset_version: str
+    rows: Sequence[Mapping[str, Any]]
+
+
+TaskRunner = Callable[[Job, str, Callable[[str], None]], TaskOutcome]
+
+
+class JobLog:
+    """The lines a job writes, thread-safe; the queue keeps their tail."""
+
+    def __init__(self) -> None:
+        self._lines: list[str] = []
+        self._lock = threading.Lock()
+
+    def write(self, line: str) -> None:
+        with self._lock:
+            self._lines.append(f"{time.strftime('%H:%M:%S')} {line}")
+
+    def text(self) -> str:
+        with self._lock:
+            return tail("\n".join(self._lines))
+
+
+def _number(value: float) -> float | None:
+    return None if value != value else float(value)
+
+
+class LibraryTaskRunner:
+    """Evaluates tasks with the library's runner (model jobs) or the metric sandbox (submitted metrics).
+
+    The last loaded model is kept, so consecutive tasks and jobs of one model load it once; the model loader
+    puts it on CUDA when present.
+    """
+
+    def __init__(self, settings: LeaderboardSettings, data_dir: Path | None = None) -> None:
+        self.settings = settings
+        self.data_dir = Path(data_dir) if data_dir else cache_root() / "datasets" / DATASET_VERSION
+        self._loaded: tuple[tuple[str, str, str], Any] | None = None
+
+    def _model(self, job: Job, write: Callable[[str], None]) -> Any:
+        import torch
+
+        from ..models import load_model
+
+        request = job.request
+        key = (request.model, request.revision, request.precision)
+        if self._loaded is None or self._loaded[0] != key:
+            self._loaded = None
+            dtype = None if request.precision == "auto" else getattr(torch, request.precision)
+            lm = load_model(request.model, revision=request.revision, dtype=dtype)
+            self._loaded = (key, lm)
+            write(f"loaded {request.model} ({lm.dtype}) on {lm.device}")
+        return self._loaded[1]
+
+    def __call__(self, job: Job, task: str, write: Callable[[str], None]) -> TaskOutcome:
+        if job.request.kind == METRIC_JOB:
+            return self._submitted_metric(job, task, write)
+        from ..runner import RunSpec, run
+
+        request = job.request
+        spec = RunSpec(model=request.model, tasks=(task,), metrics=request.metrics, limit=job.pair_cap,
+                       editor=request.editor, explanations=request.explanations)
+        doc = run(spec, lm=self._model(job, write), data_dir=self.data_dir, progress=False)
+        for result in doc["results"]:
+            write(f"{task} · {result['metric']} · {result['variant']}: D = {result['diagnosticity']:.3f} "
+                  f"(n valid {result['n_valid']}/{result['n']})")
+        rows = [{k: row[k] for k in ("metric", "variant", "pair_id", "score_faithful", "score_unfaithful", "d")}
+                for row in ({**r, "pair_id": r["id"]} for r in doc["pairs"])]
+        return TaskOutcome(doc["dataset_versions"][task], rows)
+
+    def _submitted_metric(self, job: Job, task: str, write: Callable[[str], None]) -> TaskOutcome:
+        from ..runner import select_pairs
+
+        folder, config = task_dataset_dir(task, self.data_dir)
+        pairs = select_pairs(load_pairs(folder, config), job.pair_cap, 0)
+        write(f"{task}: scoring {len(pairs)} pairs with the submitted metric in an isolated process")
+        scored = score_submitted_metric(job.request.metric_source or "", job.request.model, pairs,
+                                        time_limit_s=self.settings.metric_time_limit_s,
+                                        secrets=(self.settings.db_url, self.settings.admin_token or ""))
+        d = pairwise_d(scored.faithful, scored.unfaithful)
+        rows = [{"metric": job.request.metrics[0], "variant": scored.variant, "pair_id": p.id,
+                 "score_faithful": _number(f), "score_unfaithful": _number(u), "d": _number(di)}
+                for p, f, u, di in zip(pairs, scored.faithful, scored.unfaithful, d)]
+        return TaskOutcome(read_manifest(folder)["version"], rows)
+
+
+class Worker:
+    """Runs queued jobs one at a time; many workers may share one queue (each claim is atomic)."""
+
+    def __init__(self, queue: JobQueue, settings: LeaderboardSettings, runner: TaskRunner | None = None,
+                 name: str | None = None) -> None:
+        self.queue, self.settings = queue, settings
+        self.runner = runner or LibraryTaskRunner(settings)
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+    def run_once(self) -> Job | None:
+        """Re-queue stale jobs, then claim and run one job; the job as it ended, or None when none was pending."""
+        for job_id in self.queue.requeue_stale(self.settings.heartbeat_timeout_s):
+            log.warning("job %s lost its worker; re-queued", job_id)
+        job = self.queue.claim(self.name)
+        if job is None:
+            return None
+        self._execute(job)
+        return self.queue.get(job.id)
+
+    def run_forever(self, stop: threading.Event, poll_s: float = 2.0) -> None:
+        while not stop.is_set():
+            try:
+                if self.run_once() is None:
+                    stop.wait(poll_s)
+            except Exception:  # a broken database connection must not end the worker; it retries after a pause
+                log.exception("worker %s: queue error", self.name)
+                stop.wait(poll_s)
+
+    def _execute(self, job: Job) -> None:
+        job_log, lost, done_beating = JobLog(), threading.Event(), threading.Event()
+        job_log.write(f"worker {self.name} claimed job {job.id} (attempt {job.attempts})")
+
+        def beat() -> None:
+            while not done_beating.wait(self.settings.heartbeat_interval_s):
+                if not self.queue.heartbeat(job.id, self.name, job_log.text()):
+                    lost.set()
+                    return
+
+        heart = threading.Thread(target=beat, name=f"heartbeat-{job.id}", daemon=True)
+        heart.start()
+        try:
+            done = self.queue.done_tasks(job.id)
+            for task in job.request.tasks:
+                if task in done:
+                    job_log.write(f"{task}: already stored, kept")
+                    continue
+                started = time.perf_counter()
+                outcome = self.runner(job, task, job_log.write)
+                if lost.is_set():
+                    return
+                self.queue.record_task(job.id, task, outcome.dataset_version, time.perf_counter() - started,
+                                       outcome.rows)
+                job_log.write(f"{task}: {len(outcome.rows)} per-pair scores stored")
+            done_beating.set()
+            self.queue.finish(job.id, self.name, job_log.text())
+        except Exception as err:
+            done_beating.set()
+            job_log.write("".join(traceback.format_exception(err)).rstrip())
+            self.queue.fail(job.id, self.name, f"{type(err).__name__}: {err}"[:2000], job_log.text())
+        finally:
+            done_beating.set()
+            heart.join()
+
+
+def start_worker_thread(worker: Worker, poll_s: float = 2.0) -> tuple[threading.Thread, threading.Event]:
+    """The in-process worker of the default deployment: a daemon thread and the event that stops it."""
+    stop = threading.Event()
+    thread = threading.Thread(target=worker.run_forever, args=(stop, poll_s), name="leaderboard-worker", daemon=True)
+    thread.start()
+    return thread, stop

@@ -1,0 +1,199 @@
+"""The job queue: transitions, one job under concurrent duplicate submissions, re-queue after a killed worker,
+and submitted metrics isolated in a child process."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from recoe_causaldiag.leaderboard.queue import FAILED, FINISHED, PENDING, RUNNING, JobQueue, JobRequest
+from recoe_causaldiag.leaderboard.metric_sandbox import MetricRunError, score_submitted_metric
+from recoe_causaldiag.leaderboard.queue import AWAITING_APPROVAL, METRIC_JOB, MODEL_JOB
+from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
+from recoe_causaldiag.leaderboard.worker import TaskOutcome, Worker
+
+REQUEST = JobRequest(MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic",
+                     ("factcheck", "analogy"), ("random",))
+
+
+def rows(task: str, n: int = 3) -> list[dict]:
+    return [{"metric": "random", "variant": "v", "pair_id": f"{task}-{i}", "score_faithful": 1.0,
+             "score_unfaithful": 0.0, "d": 1.0} for i in range(n)]
+
+
+@pytest.fixture()
+def db_url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'queue.sqlite'}"
+
+
+def test_transitions_pending_running_finished_and_failed(db_url):
+    queue = JobQueue.open(db_url)
+    job = queue.submit(REQUEST, "alice", pair_cap=4).job
+    assert (job.status, job.pair_cap) == (PENDING, 4)
+    claimed = queue.claim("w1")
+    assert (claimed.id, claimed.status, claimed.worker, claimed.attempts) == (job.id, RUNNING, "w1", 1)
+    assert queue.claim("w2") is None
+    assert queue.heartbeat(job.id, "w1", "log line") and not queue.heartbeat(job.id, "w2", "")
+    queue.record_task(job.id, "factcheck", "1.0.0", 1.0, rows("factcheck"))
+    assert queue.done_tasks(job.id) == {"factcheck"}
+    assert queue.finish(job.id, "w1", "done")
+    assert queue.get(job.id).status == FINISHED and len(queue.finished_scores()) == 3
+
+    other = queue.submit(JobRequest(MODEL_JOB, "gemma-3-270m", "main", "auto", "ice", "synthetic", ("factcheck",),
+                                    ("random",)), "bob", pair_cap=None).job
+    queue.claim("w1")
+    assert queue.fail(other.id, "w1", "ValueError: broken", "traceback tail")
+    failed = queue.get(other.id)
+    assert (failed.status, failed.reason, failed.log_tail) == (FAILED, "ValueError: broken", "traceback tail")
+    resubmitted = queue.submit(failed.request, "bob", pair_cap=None)
+    assert not resubmitted.duplicate and resubmitted.job.id != other.id, "a failed request may be submitted again"
+
+
+def test_duplicate_submission_is_answered_with_the_existing_job(db_url):
+    queue = JobQueue.open(db_url)
+    first = queue.submit(REQUEST, "alice", pair_cap=None)
+    reordered = JobRequest(**{**REQUEST.__dict__, "tasks": ("analogy", "factcheck")})
+    again = queue.submit(reordered, "bob", pair_cap=None)
+    assert again.duplicate and again.job.id == first.job.id and len(queue.jobs()) == 1
+
+
+def test_concurrent_duplicates_from_threads_make_exactly_one_job(db_url):
+    queue = JobQueue.open(db_url)
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda i: queue.submit(REQUEST, f"user{i}", pair_cap=None), range(16)))
+    assert len({a.job.id for a in answers}) == 1 and sum(not a.duplicate for a in answers) == 1
+    assert len(queue.jobs()) == 1
+
+
+def _submit_from_process(url: str, barrier, results) -> None:
+    queue = JobQueue.open(url)
+    barrier.wait()
+    answer = queue.submit(REQUEST, f"pid{os.getpid()}", pair_cap=None)
+    results.put((answer.job.id, answer.duplicate))
+
+
+def test_concurrent_duplicates_from_processes_make_exactly_one_job(db_url):
+    JobQueue.open(db_url)
+    context = multiprocessing.get_context("spawn")
+    barrier, results = context.Barrier(4), context.Queue()
+    processes = [context.Process(target=_submit_from_process, args=(db_url, barrier, results)) for _ in range(4)]
+    for p in processes:
+        p.start()
+    answers = [results.get(timeout=120) for _ in processes]
+    for p in processes:
+        p.join(timeout=60)
+    assert len({job_id for job_id, _ in answers}) == 1 and sum(not dup for _, dup in answers) == 1
+    assert len(JobQueue.open(db_url).jobs()) == 1
+
+
+WORKER_SCRIPT = textwrap.dedent("""
+    import sys, time
+    from recoe_causaldiag.leaderboard.queue import JobQueue
+    from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
+    from recoe_causaldiag.leaderboard.worker import TaskOutcome, Worker
+
+    def runner(job, task, write):
+        if task == "analogy":
+            time.sleep(600)  # killed here, after factcheck was stored
+        return TaskOutcome("1.0.0", [{"metric": "random", "variant": "v", "pair_id": task + "-0",
+                                      "score_faithful": 1.0, "score_unfaithful": 0.0, "d": 1.0}])
+
+    settings = LeaderboardSettings(db_url=sys.argv[1], heartbeat_timeout_s=1)
+    Worker(JobQueue.open(sys.argv[1]), settings, runner=runner, name="doomed").run_once()
+""")
+
+
+def test_job_of_a_killed_worker_is_requeued_and_its_stored_task_kept(db_url, tmp_path):
+    queue = JobQueue.open(db_url)
+    job = queue.submit(REQUEST, "alice", pair_cap=None).job
+    script = tmp_path / "doomed_worker.py"
+    script.write_text(WORKER_SCRIPT)
+    child = subprocess.Popen([sys.executable, str(script), db_url])
+    try:
+        deadline = time.monotonic() + 90
+        while queue.done_tasks(job.id) != {"factcheck"}:
+            assert time.monotonic() < deadline and child.poll() is None, "the worker never stored factcheck"
+            time.sleep(0.2)
+        assert queue.get(job.id).status == RUNNING
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    time.sleep(1.5)
+    ran: list[str] = []
+
+    def runner(job, task, write):
+        ran.append(task)
+        return TaskOutcome("1.0.0", rows(task, 1))
+
+    settings = LeaderboardSettings(db_url=db_url, heartbeat_timeout_s=1)
+    ended = Worker(queue, settings, runner=runner, name="survivor").run_once()
+    assert ended.id == job.id and ended.status == FINISHED and ended.attempts == 2
+    assert ran == ["analogy"], "the task stored before the kill must not be redone"
+    assert sorted(r["pair_id"] for r in queue.finished_scores()) == ["analogy-0", "factcheck-0"]
+
+
+def test_a_job_that_errors_ends_failed_with_its_reason(db_url):
+    queue = JobQueue.open(db_url)
+    queue.submit(REQUEST, "alice", pair_cap=None)
+
+    def runner(job, task, write):
+        raise RuntimeError("label 'Yes' is 2 tokens")
+
+    ended = Worker(queue, LeaderboardSettings(db_url=db_url), runner=runner).run_once()
+    assert ended.status == FAILED and "label 'Yes' is 2 tokens" in ended.reason and "Traceback" in ended.log_tail
+
+
+def test_metric_jobs_wait_for_approval(db_url):
+    queue = JobQueue.open(db_url)
+    request = JobRequest(METRIC_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic", ("factcheck",),
+                         ("my_metric",), "/tmp/my_metric")
+    job = queue.submit(request, "alice", pair_cap=None).job
+    assert job.status == AWAITING_APPROVAL and queue.claim("w") is None
+    assert queue.approve(job.id) and queue.get(job.id).status == PENDING and queue.claim("w").id == job.id
+
+
+SUBMITTED_METRIC = textwrap.dedent('''
+    import os
+    import time
+
+    import datasets
+    import evaluate
+
+    class Probe(evaluate.Metric):
+        def _info(self):
+            return evaluate.MetricInfo(description="probe", citation="", inputs_description="",
+                features=datasets.Features({"question": datasets.Value("string"),
+                    "choices": datasets.List(datasets.Value("string")),
+                    "edits": datasets.List(datasets.Value("string")), "explanations": datasets.Value("string")}))
+
+        def _compute(self, question, choices, edits, explanations, model=None):
+            time.sleep(float(os.environ.get("PROBE_SLEEP", "0")))
+            leaked = any(k in os.environ for k in ("CAUSALDIAG_LEADERBOARD_DB", "CAUSALDIAG_ADMIN_TOKEN"))
+            leaked = leaked or any("secret-db" in v for v in os.environ.values())
+            return {"variant": "length", "scores": [-1.0 if leaked else float(len(e)) for e in explanations]}
+''')
+
+
+def test_submitted_metric_runs_isolated_without_credentials_and_with_a_time_limit(tmp_path, monkeypatch,
+                                                                                  factcheck_pairs):
+    module = tmp_path / "probe"
+    module.mkdir()
+    (module / "probe.py").write_text(SUBMITTED_METRIC)
+    monkeypatch.setenv("CAUSALDIAG_LEADERBOARD_DB", "postgresql://u:secret-db@host/db")
+    monkeypatch.setenv("SOME_URL", "postgresql://u:secret-db@host/db")
+    pairs = factcheck_pairs[:3]
+    scored = score_submitted_metric(str(module), "smollm2-135m-instruct", pairs, time_limit_s=120,
+                                    secrets=("postgresql://u:secret-db@host/db",))
+    assert scored.variant == "length"
+    assert list(scored.faithful) == [float(len(p.explanation_faithful)) for p in pairs]
+    monkeypatch.setenv("PROBE_SLEEP", "30")
+    with pytest.raises(MetricRunError, match="time limit of 3 s"):
+        score_submitted_metric(str(module), "smollm2-135m-instruct", pairs, time_limit_s=3, secrets=())

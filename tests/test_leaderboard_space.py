@@ -1,0 +1,76 @@
+"""The Space end to end through `gradio_client`: submit the default model on one task and one metric with a
+small pair cap, see the job reach FINISHED, and find it on the board."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(condition, timeout_s: float, what: str, poll_s: float = 1.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(poll_s)
+    raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
+
+
+@pytest.fixture()
+def space_url(tmp_path):
+    """The Space started as `make space` does, with its own SQLite queue and a pair cap of 4."""
+    port = free_port()
+    env = {**os.environ, "PORT": str(port), "CAUSALDIAG_LEADERBOARD_DB": f"sqlite:///{tmp_path / 'queue.sqlite'}",
+           "CAUSALDIAG_PAIR_CAP": "4", "CAUSALDIAG_RATE_LIMIT": "50", "GRADIO_ANALYTICS_ENABLED": "False"}
+    log = (tmp_path / "space.log").open("w")
+    app = subprocess.Popen([sys.executable, str(ROOT / "leaderboard_space" / "app.py")], env=env, stdout=log,
+                           stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        def up() -> bool:
+            assert app.poll() is None, (tmp_path / "space.log").read_text()
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", port)) == 0
+        wait_for(up, 120, "the Space to listen")
+        yield url
+    finally:
+        app.terminate()
+        app.wait(timeout=30)
+
+
+def test_submit_default_model_reaches_finished_and_the_board(space_url):
+    from gradio_client import Client
+
+    client = Client(space_url, verbose=False)
+    answer = client.predict("smollm2-135m-instruct", "main", "auto", ["factcheck"], ["filler_tokens"],
+                            api_name="/submit_model")
+    assert answer.startswith("Submitted: job **#1**"), answer
+
+    def finished():
+        table = client.predict("", api_name="/queue_status")
+        row = dict(zip(table["headers"], table["data"][0]))
+        assert row["status"] != "FAILED", row
+        return row if row["status"] == "FINISHED" else None
+
+    row = wait_for(finished, 240, "job 1 to finish", poll_s=3)
+    assert row["model"] == "smollm2-135m-instruct" and "per-pair scores stored" in row["log tail"]
+    board = client.predict("smollm2", "factcheck", api_name="/leaderboard")
+    rows = [dict(zip(board["headers"], r)) for r in board["data"]]
+    assert rows and all(r["model"] == "smollm2-135m-instruct" for r in rows)
+    assert {r["metric"].split(" · ")[0] for r in rows} == {"filler_tokens"}
+    assert all(r["factcheck"].endswith("n=4") for r in rows)

