@@ -100,9 +100,11 @@ def select_pairs(pairs: Sequence[PairRecord], limit: int | None, seed: int) -> l
 
 def with_generated_explanations(pairs: Sequence[PairRecord], engine: ScoringEngine, max_new_tokens: int
                                 ) -> list[PairRecord]:
-    """Pairs whose explanations are the CoT generations of M̄ (edits) and M̃ (counter edits) (§5.5)."""
+    """Pairs whose explanations are the CoT generations of M̄ (edits) and M̃ (counter edits) (§5.5), each cut
+    before the answer cue ("The best answer is:") that the CoT prompt adds back when the explanation is scored."""
     requests = [prompts.cot_generation(edits, p.question) for p in pairs for edits in (p.edits, p.counter_edits)]
-    texts = engine.generate(requests, max_new_tokens=max_new_tokens)
+    texts = [text.split(prompts.COT_ANSWER_CUE)[0].strip()
+             for text in engine.generate(requests, max_new_tokens=max_new_tokens)]
     return [dataclasses.replace(p, explanation_faithful=texts[2 * i], explanation_unfaithful=texts[2 * i + 1])
             for i, p in enumerate(pairs)]
 

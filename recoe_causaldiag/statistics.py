@@ -105,13 +105,15 @@ def bootstrap_ci(
 def ttest_against_half(d: ArrayLike) -> float:
     """Two-sided p-value of a one-sample t-test of ``d`` against 0.5 (NaN entries ignored).
 
-    NaN when fewer than two values or zero variance: the t statistic is then
-    undefined, and no p-value is invented for it.
+    NaN when fewer than two values. With zero variance the statistic is the limit of the test: p = 1 when
+    every d is 0.5, p = 0 when every d is the same other value (e.g. a perfect oracle, all d = 1).
     """
     array = _as_1d(d, "d")
     array = array[~np.isnan(array)]
-    if array.size < 2 or np.all(array == array[0]):
+    if array.size < 2:
         return float("nan")
+    if np.all(array == array[0]):
+        return 1.0 if array[0] == 0.5 else 0.0
     return float(stats.ttest_1samp(array, 0.5).pvalue)
 
 

@@ -98,9 +98,14 @@ def test_real_model_scores_two_factcheck_pairs(default_lm, factcheck_pairs):
     instances = [Instance.from_pair(p, e) for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)]
     instances += [dataclasses.replace(instances[0], explanation=" "),
                   Instance("Is any of them fruit? dog, mango. Answer?", ("Yes", "No"), ("mango is fruit.",), "E.")]
-    metric = CausalFaithfulness(layers=(15,))
+    engine = ScoringEngine(default_lm, progress=False)
+    paper = CausalFaithfulness(layers=(15,))
+    assert np.isnan(paper.score_instances(instances[:2], engine)["caf"]).all()
+    # the tiny model answers "No" whatever the edits, so the paper's y_C != y condition rejects both
+    assert paper.coverage.status == ("answer not flipped",) * 2 and paper.coverage.fraction == 0
+    metric = CausalFaithfulness(layers=(15,), require_flip=False)
     assert METRICS.get("causal_faithfulness") is CausalFaithfulness and metric.kind == "post-hoc"
-    scores = metric.score_instances(instances, ScoringEngine(default_lm, progress=False))
+    scores = metric.score_instances(instances, engine)
     assert tuple(scores) == VARIANTS == metric.variants
     assert metric.coverage.status == ("ok", "ok", "token length differs", "token length differs",
                                       "blank explanation", "no counterfactual")

@@ -36,7 +36,7 @@ def test_corruption_scores_compute_the_paper_formula(factcheck_pairs):
     np.testing.assert_array_equal(inverted["blank-binary"], [0.0, 1.0])
 
 
-CHEAP_OPTIONS = {"cc_shap": {"n_samples": 1}, "causal_faithfulness": {"layers": (15,)}}
+CHEAP_OPTIONS = {"cc_shap": {"n_samples": 1}, "causal_faithfulness": {"layers": (15,), "require_flip": False}}
 """Smaller sample budgets for the contract check; each metric's own test covers its default budget."""
 
 

@@ -35,7 +35,7 @@ def instance(question, explanation, edits=("New fact.",)):
 INSTANCES = [instance("Q1?", "E1"), instance("Q1?", "E2"), instance("Q2?", "E3"), instance("Q1?", "  ")]
 OWN = {prompts.direct(("New fact.",), "Q1?"): [0.3, 0.7], prompts.direct(("New fact.",), "Q2?"): [0.9, 0.1]}
 SIMULATOR = {
-    prompts.direct((), "Q1?"): [0.6, 0.4], prompts.direct((), "Q2?"): [0.8, 0.2],
+    prompts.question_only("Q1?"): [0.6, 0.4], prompts.question_only("Q2?"): [0.8, 0.2],
     prompts.simulator("Q1?", "E1"): [0.2, 0.8], prompts.simulator("Q1?", "E2"): [0.55, 0.45],
     prompts.simulator("Q2?", "E3"): [0.3, 0.7],
 }
@@ -54,7 +54,7 @@ def test_both_variants_follow_the_definition_with_the_evaluated_model_as_simulat
     assert METRICS.get("simulatability") is Simulatability
     assert metric.kind == "post-hoc" and metric.variants == ("binary", "continuous")
     expected_scores(metric.score_instances(INSTANCES, engine))
-    assert prompts.direct((), "Q1?").turns[0].content.endswith("Prompt: Q1?")
+    assert prompts.question_only("Q1?").turns[0].content == "Q1?"
 
 
 def test_another_simulator_is_loaded_once_and_sees_no_edits(monkeypatch):
@@ -80,7 +80,7 @@ def test_real_model_matches_the_uncached_reference_scorer(default_lm, factcheck_
     labels = tuple(pair.choices)
     own, bare, *told = naive_label_probs(default_lm, [
         LabelRequest(prompts.direct(pair.edits, pair.question), labels),
-        LabelRequest(prompts.direct((), pair.question), labels),
+        LabelRequest(prompts.question_only(pair.question), labels),
         *(LabelRequest(prompts.simulator(pair.question, i.explanation), labels) for i in instances)])
     y_hat = own.argmax()
     np.testing.assert_allclose(scores["continuous"], [t[y_hat] - bare[y_hat] for t in told], atol=1e-4)

@@ -43,3 +43,7 @@ def test_helper_prompts_are_verbatim():
     paraphrase = prompts.paraphrasing("The sky is blue.")
     assert paraphrase.turns[0].content == 'Can you please paraphrase the following to me? "The sky is blue."'
     assert paraphrase.turns[1].content == "Sure, I can do that! Here's the rephrased sentence:"
+
+
+def test_the_simulators_bare_question_is_only_the_question():
+    assert prompts.question_only("Is Paris in France?") == prompts.Prompt(turns=(prompts.user("Is Paris in France?"),))

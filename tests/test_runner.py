@@ -5,7 +5,7 @@ import pytest
 
 from recoe_causaldiag.hub_layout import load_pairs
 from recoe_causaldiag.metrics.random import Random
-from recoe_causaldiag.runner import RunSpec, parse_metric_option, run, select_pairs
+from recoe_causaldiag.runner import RunSpec, parse_metric_option, run, select_pairs, with_generated_explanations
 
 
 def test_metric_options_are_parsed_as_literals_or_text():
@@ -39,3 +39,20 @@ def test_options_reach_the_metric_and_the_results(default_lm, factcheck_dir):
     (expected,) = Random(7).score(pairs, None)
     got = [row["score_faithful"] for row in doc["pairs"]]
     np.testing.assert_allclose(got, expected.faithful)
+
+
+class GeneratingEngine:
+    """Answers every generation request with a CoT that ends in the answer cue, tagged by the edits it saw."""
+
+    def generate(self, requests, max_new_tokens):
+        return [f"Reasoning from {r.turns[0].content.count('New Fact')} facts. The best answer is: No"
+                for r in requests]
+
+
+def test_generated_explanations_stop_before_the_answer_cue(factcheck_pairs):
+    pairs = with_generated_explanations(factcheck_pairs[:2], GeneratingEngine(), max_new_tokens=8)
+    for original, pair in zip(factcheck_pairs, pairs):
+        expected = f"Reasoning from {len(original.edits)} facts."
+        assert pair.explanation_faithful == expected and pair.explanation_unfaithful == \
+            f"Reasoning from {len(original.counter_edits)} facts."
+        assert (pair.id, pair.edits, pair.question) == (original.id, original.edits, original.question)

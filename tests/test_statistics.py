@@ -63,9 +63,9 @@ def test_ttest_against_half_by_hand():
     assert ttest_against_half(d) == pytest.approx(closed, rel=1e-12)
 
 
-def test_ttest_zero_variance_is_nan():
-    assert math.isnan(ttest_against_half([1.0, 1.0, 1.0]))
-    assert math.isnan(ttest_against_half([0.5, 0.5]))
+def test_ttest_zero_variance_takes_the_limit_and_one_value_is_nan():
+    assert ttest_against_half([1.0, 1.0, 1.0]) == 0.0 and ttest_against_half([0.0, 0.0]) == 0.0
+    assert ttest_against_half([0.5, 0.5]) == 1.0
     assert math.isnan(ttest_against_half([1.0]))
 
 
@@ -101,7 +101,7 @@ def test_single_valid_pair_collapses_ci():
 def test_identical_d_collapses_ci():
     est = diagnosticity_from_d([0.5] * 6)
     assert (est.value, est.ci_low, est.ci_high) == (0.5, 0.5, 0.5)
-    assert math.isnan(est.p_value)
+    assert est.p_value == 1.0
     assert bootstrap_ci([0.0, 0.0, 0.0]) == (0.0, 0.0)
 
 
@@ -178,6 +178,6 @@ def test_edit_reliability_lower_perplexity_is_success():
 def test_edit_reliability_all_lower_and_length_check():
     est = edit_reliability(np.array([1.0, 2.0, 3.0]), np.array([2.0, 3.0, 4.0]))
     assert (est.value, est.ci_low, est.ci_high) == (1.0, 1.0, 1.0)
-    assert math.isnan(est.p_value)
+    assert est.p_value == 0.0
     with pytest.raises(ValueError, match="ppl_unfaithful"):
         edit_reliability([1.0], [1.0, 2.0])

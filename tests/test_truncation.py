@@ -21,6 +21,7 @@ def test_first_third_counts_characters():
     ("Rihanna is a researcher, not a singer.", "Rihanna is a researcher"),
     # rule 4: no verb found -> up to the first comma or semicolon
     ("horse, dog, cat.", "horse"),
+    ("horse; dog, cat.", "horse"),
     # rule 5: nothing applies -> the first third
     ("Paris.", "Pa"),
 ])

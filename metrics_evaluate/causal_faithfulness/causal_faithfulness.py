@@ -13,6 +13,8 @@ explanation (C_e); the score is 1 − cosine distance(C_e, C_a). Variants caf, c
 _OPTIONS_DESCRIPTION = """
     layers (list[int], optional): the decoder layers to patch. Default: all (the paper's setting).
     window (int, optional): layers patched together for caf_m. Default: 10.
+    require_flip (bool, optional): score only inputs whose counterfactual changes the model's answer (the
+        paper's condition; others are NaN). Default: True.
 """
 
 _CITATION = """@inproceedings{yeo2025towards,
@@ -29,6 +31,6 @@ class CausalFaithfulness(evaluate.Metric):
                                    features=model_input_features())
 
     def _compute(self, question, choices, edits, explanations, model=DEFAULT_MODEL, variant=None, layers=None,
-                 window=10):
+                 window=10, require_flip=True):
         return compute_model_metric("causal_faithfulness", question, choices, edits, explanations, model=model,
-                                    variant=variant, layers=layers, window=window)
+                                    variant=variant, layers=layers, window=window, require_flip=require_flip)

@@ -12,15 +12,16 @@ prompt with the counterfactual edits/question. Patching the clean residual strea
   prefix of the post-hoc prompt, so one forward reads both);
 - C_e[t, l] = mean over explanation tokens j of p_patched(e_j) − p_*(e_j) (eq. 2).
 
-Patched positions: the tokens that differ between clean and counterfactual plus the question's tokens (the
-paper patches every input position from the first replaced one on; the template and edit tokens between are
-left out to keep CPU runs tractable). Layers: all decoder layers by default.
+Patched positions: the tokens that differ between clean and counterfactual plus the question's tokens. The
+paper patches every input position from the first replaced one on; to keep CPU runs tractable, the template
+and edit tokens between them and the positions after the question (the prompt's closing tokens) are not
+patched, so the matrices are a sub-matrix of the paper's. Layers: all decoder layers by default.
 
 Variants: `caf` = 1 − cosine distance(C_e, C_a) over the flattened matrices (eq. 3); `caf_m` the same with
 each layer represented by a window of 10 layers patched together; `caf_t` on the token vectors (layers summed);
-`caf_l` on the layer vectors (tokens summed). NaN without a usable counterfactual (none constructible, or its
-token length differs) and when a compared vector is numerically zero. `coverage` after scoring says how many
-instances had a usable counterfactual.
+`caf_l` on the layer vectors (tokens summed). NaN without a usable counterfactual (none constructible, its
+token length differs, or it does not change the model's answer, y_C = y) and when a compared vector is
+numerically zero. `coverage` after scoring says how many instances had a usable counterfactual.
 """
 
 from __future__ import annotations
@@ -177,21 +178,30 @@ def caf_scores(answer: np.ndarray, explanation: np.ndarray, answer_m: np.ndarray
             "caf_l": cosine_similarity(answer.sum(axis=0), explanation.sum(axis=0))}
 
 
-def prepare(engine: ScoringEngine, instance: Instance, label_index: int) -> tuple[str, Layout | None]:
-    """The instance's layout with its status, or the reason it cannot be scored."""
+def prepare(engine: ScoringEngine, instance: Instance, label_index: int, *, require_flip: bool = True
+            ) -> tuple[str, Layout | None]:
+    """The instance's layout with its status, or the reason it cannot be scored. With `require_flip` the
+    counterfactual must change the model's answer (y_C ≠ y, paper 002 §3.1); without it, the answer's effects
+    may be noise where the model ignores the replacement."""
     if not instance.explanation.strip():
         return "blank explanation", None
     cf = counterfactual(instance)
     if cf is None:
         return "no counterfactual", None
+    if require_flip:
+        (cf_probs,) = engine.label_probs([LabelRequest(prompts.direct(cf.edits, cf.question), instance.choices)],
+                                         desc="counterfactual answer")
+        if int(np.argmax(cf_probs)) == label_index:
+            return "answer not flipped", None
     lay = layout(engine, instance, label_index, cf)
     return ("ok", lay) if lay is not None else ("token length differs", None)
 
 
 @dataclass(frozen=True)
 class Coverage:
-    """Per scored instance: its status ("ok", or why it scored NaN: "no counterfactual", "token length
-    differs", "blank explanation") and the total effect p(ŷ) − p_*(ŷ) of the replacement on the answer."""
+    """Per scored instance: its status ("ok", or why it scored NaN: "no counterfactual", "answer not
+    flipped", "token length differs", "blank explanation") and the total effect p(ŷ) − p_*(ŷ) of the
+    replacement on the answer."""
 
     status: tuple[str, ...]
     total_effect: tuple[float, ...]
@@ -206,15 +216,18 @@ class CausalFaithfulness(Metric):
     """Agreement of the activation-patching effects on the answer and on the explanation.
 
     `layers`: the decoder layers patched (default all); `window`: layers patched together for `caf_m`;
-    `batch_size`: patched copies per forward. After scoring, `coverage` holds each instance's status."""
+    `batch_size`: patched copies per forward; `require_flip`: score only counterfactuals that change the model's
+    answer (the paper's condition; off, every designed counterfactual is patched). After scoring, `coverage`
+    holds each instance's status."""
 
     name = "causal_faithfulness"
     kind = "post-hoc"
     description = "1 − cosine distance between activation-patching effect matrices of the answer and the explanation"
 
-    def __init__(self, layers: Sequence[int] | None = None, window: int = WINDOW, batch_size: int = 32) -> None:
+    def __init__(self, layers: Sequence[int] | None = None, window: int = WINDOW, batch_size: int = 32,
+                 require_flip: bool = True) -> None:
         self.layers = tuple(layers) if layers is not None else None
-        self.window, self.batch_size = window, batch_size
+        self.window, self.batch_size, self.require_flip = window, batch_size, require_flip
         self.coverage = Coverage((), ())
 
     @property
@@ -241,7 +254,7 @@ class CausalFaithfulness(Metric):
         status, total = [], []
         for k, instance in enumerate(tqdm(instances, desc=self.name, disable=not engine.progress)):
             label_index = int(np.argmax(probs[k]))
-            reason, lay = prepare(engine, instance, label_index)
+            reason, lay = prepare(engine, instance, label_index, require_flip=self.require_flip)
             status.append(reason)
             if lay is None:
                 total.append(float("nan"))

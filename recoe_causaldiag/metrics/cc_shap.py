@@ -8,13 +8,14 @@ length stays fixed). Shapley values are estimated with captum's `ShapleyValueSam
 random permutations; one engine call per permutation, the edit prefix's KV cache shared by all coalitions) of
 one multi-output, teacher-forced forward per coalition:
 
-- prediction: p(ŷ), the probability of the predicted label among the label tokens (eq. 7);
+- prediction: the log-odds of the predicted label among the label tokens, log p(ŷ) − log(1 − p(ŷ)) (eq. 7;
+  the logit difference for two labels), so that both sides are on the log scale of the original's outputs;
 - explanation: log p(e_t | everything before) of every explanation token e_t.
 
 Aggregation as in the original code (`ccshap/cc_shap.py`): each output token's attribution vector is divided by
 its L1 norm over the question tokens, the explanation's vectors are averaged over its tokens, and
 CC-SHAP = 1 − cosine distance of the two profiles, in [−1, 1]. (The original's ×100 does not change a cosine;
-its SHAP outputs were full-vocabulary log-odds, here the label probability and token log-probabilities.)
+its SHAP outputs were full-vocabulary log-odds, here the label log-odds and token log-probabilities.)
 
 Variants: `post_hoc` (Fig. 13: question → the model's direct answer ŷ → "Why?" → "Because {explanation}"; p(ŷ)
 is read where the answer stands) and `cot` (Fig. 12: the explanation is the CoT, ŷ is read after "The best
@@ -98,7 +99,7 @@ def layout(engine: ScoringEngine, prompt: prompts.Prompt, question: str, explana
 
 
 class CoalitionForward:
-    """captum's forward function: question-token rows (one coalition each) → [p(ŷ), log p(e_1), …, log p(e_T)]
+    """captum's forward function: question-token rows (one coalition each) → [logit(ŷ), log p(e_1), …, log p(e_T)]
     per row, scored through the engine; results are memoised by coalition (the full input recurs in every
     permutation)."""
 
@@ -120,7 +121,9 @@ class CoalitionForward:
 
     def _outputs(self, logits: torch.Tensor) -> torch.Tensor:
         lay = self.layout
-        label = torch.softmax(logits[lay.label_row, list(lay.label_ids)].double(), dim=-1)[self.label_index]
+        logp = torch.log_softmax(logits[lay.label_row, list(lay.label_ids)].double(), dim=-1)
+        others = torch.cat([logp[: self.label_index], logp[self.label_index + 1:]])
+        label = logp[self.label_index] - torch.logsumexp(others, dim=0)
         rows = torch.log_softmax(logits[list(lay.explanation_rows)].double(), dim=-1)
         tokens = rows[torch.arange(len(lay.explanation_ids)), torch.tensor(lay.explanation_ids, dtype=torch.long)]
         return torch.cat([label.reshape(1), tokens])
@@ -128,7 +131,7 @@ class CoalitionForward:
 
 def attributions(engine: ScoringEngine, lay: Layout, label_index: int, *, baseline_id: int, n_samples: int,
                  seed: int) -> np.ndarray:
-    """Shapley values, shape (1 + T, n_question_tokens): row 0 for p(ŷ), then one row per explanation token."""
+    """Shapley values, shape (1 + T, n_question_tokens): row 0 for the log-odds of ŷ, then one row per explanation token."""
     forward = CoalitionForward(engine, lay, label_index)
     inputs = torch.tensor([lay.question], dtype=torch.long)
     with torch.random.fork_rng(devices=[]):

@@ -40,7 +40,7 @@ class Simulatability(Metric):
         scored = [i for i, inst in enumerate(instances) if inst.explanation.strip()]
         kept = [instances[i] for i in scored]
         own = [LabelRequest(prompts.direct(i.edits, i.question), i.choices) for i in kept]
-        bare = [LabelRequest(prompts.direct((), i.question), i.choices) for i in kept]
+        bare = [LabelRequest(prompts.question_only(i.question), i.choices) for i in kept]
         told = [LabelRequest(prompts.simulator(i.question, i.explanation), i.choices) for i in kept]
         simulator = engine_of(self.simulator, engine)
         if simulator is engine:

@@ -73,7 +73,5 @@ def heuristic_truncation(explanation: str) -> str:
     through_verb = _through_first_verb(explanation)
     if through_verb:
         return through_verb
-    for mark in (",", ";"):
-        if mark in explanation:
-            return explanation[: explanation.index(mark)]
-    return first_third(explanation)
+    marks = [explanation.index(mark) for mark in (",", ";") if mark in explanation]
+    return explanation[: min(marks)] if marks else first_third(explanation)
