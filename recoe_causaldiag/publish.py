@@ -33,19 +33,28 @@ def upload_plan(folder: Path, repo_prefix: str) -> UploadPlan:
     return UploadPlan(f"{repo_prefix}/{manifest['name']}", folder, f"v{manifest['version']}", files)
 
 
-def publish(plan: UploadPlan, *, token: str | None = None) -> None:
-    """Create the dataset repo if needed, upload the folder in one commit, and tag it."""
-    from huggingface_hub import HfApi, get_token
+def upload_folder(repo_id: str, folder: Path, commit_message: str, *, tag: str | None = None,
+                  token: str | None = None) -> None:
+    """Create the dataset repo if needed, upload `folder` in one commit, and tag it; one-line PublishError
+    when offline, without a token, or when the Hub refuses."""
+    from huggingface_hub import HfApi, constants, get_token
 
+    if constants.HF_HUB_OFFLINE:
+        raise PublishError(f"cannot upload to {repo_id}: offline (HF_HUB_OFFLINE is set); use --dry-run")
     token = token or get_token()
     if not token:
         raise PublishError("no Hugging Face token: set HF_TOKEN or run `hf auth login`")
     api = HfApi(token=token)
     try:
-        api.create_repo(plan.repo_id, repo_type="dataset", exist_ok=True)
-        api.upload_folder(repo_id=plan.repo_id, folder_path=str(plan.folder), repo_type="dataset",
-                          commit_message=f"Release {plan.tag}")
-        api.create_tag(plan.repo_id, tag=plan.tag, repo_type="dataset", exist_ok=True)
+        api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
+        api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type="dataset", commit_message=commit_message)
+        if tag:
+            api.create_tag(repo_id, tag=tag, repo_type="dataset", exist_ok=True)
     except Exception as err:
         first_line = (str(err).splitlines() or [type(err).__name__])[0]
-        raise PublishError(f"publishing {plan.repo_id} failed: {type(err).__name__}: {first_line}") from None
+        raise PublishError(f"uploading to {repo_id} failed: {type(err).__name__}: {first_line}") from None
+
+
+def publish(plan: UploadPlan, *, token: str | None = None) -> None:
+    """Upload one built dataset folder to its repo, tagged with its version."""
+    upload_folder(plan.repo_id, plan.folder, f"Release {plan.tag}", tag=plan.tag, token=token)

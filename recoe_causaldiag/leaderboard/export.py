@@ -7,7 +7,7 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..publish import PublishError
+from ..publish import upload_folder
 from .board import Board, compute_board
 from .queue import JobQueue
 
@@ -70,19 +70,5 @@ def export_plan(folder: Path, repo_id: str) -> ExportPlan:
 
 
 def upload_export(plan: ExportPlan, *, token: str | None = None) -> None:
-    """Create the dataset repo if needed and upload the export in one commit; one-line PublishError otherwise."""
-    from huggingface_hub import HfApi, constants, get_token
-
-    if constants.HF_HUB_OFFLINE:
-        raise PublishError(f"cannot export to {plan.repo_id}: offline (HF_HUB_OFFLINE is set); use --dry-run")
-    token = token or get_token()
-    if not token:
-        raise PublishError("no Hugging Face token: set HF_TOKEN or run `hf auth login`")
-    api = HfApi(token=token)
-    try:
-        api.create_repo(plan.repo_id, repo_type="dataset", exist_ok=True)
-        api.upload_folder(repo_id=plan.repo_id, folder_path=str(plan.folder), repo_type="dataset",
-                          commit_message="Update leaderboard results")
-    except Exception as err:
-        first_line = (str(err).splitlines() or [type(err).__name__])[0]
-        raise PublishError(f"exporting to {plan.repo_id} failed: {type(err).__name__}: {first_line}") from None
+    """Upload the export to its dataset repo in one commit; one-line PublishError otherwise."""
+    upload_folder(plan.repo_id, plan.folder, "Update leaderboard results", token=token)
