@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -21,12 +22,15 @@ ABOUT = (Path(__file__).parent / "about.md").read_text(encoding="utf-8")
 
 
 def submitter_of(request: gr.Request | None) -> str:
-    """The logged-in Hub user, else the client address (what the rate limit and the queue filter use)."""
+    """The logged-in Hub user, else a pseudonym of the client address (what the rate limit and the queue filter use;
+    the address itself is never stored or shown)."""
     if request is None:
         return ""
     if getattr(request, "username", None):
         return str(request.username)
-    return f"ip:{request.client.host}" if request.client else ""
+    if not request.client:
+        return ""
+    return "anonymous-" + hashlib.sha256(request.client.host.encode()).hexdigest()[:10]
 
 
 def build(leaderboard: Leaderboard) -> gr.Blocks:

@@ -106,14 +106,9 @@ def post_hoc(edits: Sequence[str], question: str, label: str, explanation: str, 
     )
 
 
-def question_only(question: str) -> Prompt:
-    """The bare question in a user turn: what a simulator sees without an explanation, S(x)."""
-    return Prompt(turns=(user(question),))
-
-
-def simulator(question: str, explanation: str) -> Prompt:
-    """Simulator prompt (Fig. 14)."""
-    return Prompt(turns=(user(SIMULATOR.format(explanation=explanation, input=question)),))
+def simulator(edits: Sequence[str], question: str, explanation: str) -> Prompt:
+    """Simulator prompt (Fig. 14) under the fixed ICE edits (App. C.2: the edits stay in every prompt)."""
+    return Prompt(turns=(user(ice(edits, SIMULATOR.format(explanation=explanation, input=question))),))
 
 
 def adding_mistakes(text: str) -> Prompt:

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 
 import pytest
 
@@ -56,6 +57,7 @@ def test_two_workers_claim_every_job_once(postgres_url):
 
     def runner_for(name: str):
         def runner(job, task, write):
+            time.sleep(0.2)  # long enough that both workers are busy at once
             with lock:
                 ran.append((name, job.id))
             return TaskOutcome("1.0.0", [{"metric": "random", "variant": "v", "pair_id": f"{job.id}", "d": 1.0,
@@ -75,4 +77,6 @@ def test_two_workers_claim_every_job_once(postgres_url):
     for t in threads:
         t.join(timeout=120)
     assert sorted(job_id for _, job_id in ran) == sorted(j.id for j in queue.jobs())
+    assert {name for name, _ in ran} == {"a", "b"}, "both workers must have claimed jobs"
+    assert {j.worker for j in queue.jobs()} == {"a", "b"}
     assert all(j.status == FINISHED for j in queue.jobs()) and len(queue.finished_scores()) == 12

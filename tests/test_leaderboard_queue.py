@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -42,7 +43,9 @@ def test_transitions_pending_running_finished_and_failed(db_url):
     assert (claimed.id, claimed.status, claimed.worker, claimed.attempts) == (job.id, RUNNING, "w1", 1)
     assert queue.claim("w2") is None
     assert queue.heartbeat(job.id, "w1", "log line") and not queue.heartbeat(job.id, "w2", "")
-    queue.record_task(job.id, "factcheck", "1.0.0", 1.0, rows("factcheck"))
+    assert not queue.record_task(job.id, "w2", "factcheck", "1.0.0", 1.0, rows("factcheck")), "w2 holds no job"
+    assert queue.record_task(job.id, "w1", "factcheck", "1.0.0", 1.0, rows("factcheck"))
+    assert not queue.record_task(job.id, "w1", "factcheck", "1.0.0", 1.0, rows("factcheck")), "stored once"
     assert queue.done_tasks(job.id) == {"factcheck"}
     assert queue.finish(job.id, "w1", "done")
     assert queue.get(job.id).status == FINISHED and len(queue.finished_scores()) == 3
@@ -53,8 +56,57 @@ def test_transitions_pending_running_finished_and_failed(db_url):
     assert queue.fail(other.id, "w1", "ValueError: broken", "traceback tail")
     failed = queue.get(other.id)
     assert (failed.status, failed.reason, failed.log_tail) == (FAILED, "ValueError: broken", "traceback tail")
-    resubmitted = queue.submit(failed.request, "bob", pair_cap=None)
-    assert not resubmitted.duplicate and resubmitted.job.id != other.id, "a failed request may be submitted again"
+    resubmitted = queue.submit(failed.request, "carol", pair_cap=2)
+    assert not resubmitted.duplicate, "a failed request may be submitted again"
+    revived = resubmitted.job
+    assert (revived.id, revived.status, revived.reason, revived.attempts) == (other.id, PENDING, "", 0)
+    assert (revived.submitter, revived.pair_cap) == ("carol", 2)
+    again = queue.submit(failed.request, "dave", pair_cap=None)
+    assert again.duplicate and again.job.id == other.id
+
+
+def test_a_resubmitted_failed_job_keeps_the_tasks_it_stored(db_url):
+    queue = JobQueue.open(db_url)
+    queue.submit(REQUEST, "alice", pair_cap=None)
+
+    def failing_on_analogy(job, task, write):
+        if task == "analogy":
+            raise RuntimeError("out of memory")
+        return TaskOutcome("1.0.0", rows(task, 1))
+
+    settings = LeaderboardSettings(db_url=db_url)
+    first = Worker(queue, settings, runner=failing_on_analogy, name="w1").run_once()
+    assert first.status == FAILED and queue.done_tasks(first.id) == {"factcheck"}
+    ran: list[str] = []
+
+    def runner(job, task, write):
+        ran.append(task)
+        return TaskOutcome("1.0.0", rows(task, 1))
+
+    assert queue.submit(REQUEST, "alice", pair_cap=None).job.id == first.id
+    second = Worker(queue, settings, runner=runner, name="w2").run_once()
+    assert second.status == FINISHED and ran == ["analogy"], "the stored factcheck scores must not be redone"
+    assert sorted(r["pair_id"] for r in queue.finished_scores()) == ["analogy-0", "factcheck-0"]
+
+
+def test_a_worker_that_lost_its_job_stores_nothing(db_url):
+    queue = JobQueue.open(db_url)
+    job = queue.submit(REQUEST, "alice", pair_cap=None).job
+    settings = LeaderboardSettings(db_url=db_url, heartbeat_timeout_s=1)
+
+    def slow_runner(job, task, write):
+        time.sleep(2.5)  # past the heartbeat timeout with its heart stopped: another worker takes the job
+        return TaskOutcome("1.0.0", rows(task, 1))
+
+    stale = Worker(queue, settings, runner=slow_runner, name="stale")
+    stale.queue = JobQueue.open(db_url)
+    stale.queue.heartbeat = lambda *args: True  # a heart that beats into the void, as after a network split
+    claimed = stale.queue.claim("stale")
+    thief = threading.Thread(target=lambda: (time.sleep(1.5), queue.requeue_stale(1), queue.claim("other")))
+    thief.start()
+    stale._execute(claimed)
+    thief.join()
+    assert queue.get(job.id).worker == "other" and queue.done_tasks(job.id) == set()
 
 
 def test_duplicate_submission_is_answered_with_the_existing_job(db_url):
@@ -162,6 +214,7 @@ def test_metric_jobs_wait_for_approval(db_url):
 
 SUBMITTED_METRIC = textwrap.dedent('''
     import os
+    import subprocess
     import time
 
     import datasets
@@ -175,10 +228,21 @@ SUBMITTED_METRIC = textwrap.dedent('''
                     "edits": datasets.List(datasets.Value("string")), "explanations": datasets.Value("string")}))
 
         def _compute(self, question, choices, edits, explanations, model=None):
+            if os.environ.get("PROBE_GRANDCHILD"):
+                subprocess.Popen(["sh", "-c", "sleep 4; touch " + os.environ["PROBE_GRANDCHILD"]])
             time.sleep(float(os.environ.get("PROBE_SLEEP", "0")))
-            leaked = any(k in os.environ for k in ("CAUSALDIAG_LEADERBOARD_DB", "CAUSALDIAG_ADMIN_TOKEN"))
+            leaked = any(k in os.environ for k in ("CAUSALDIAG_LEADERBOARD_DB", "CAUSALDIAG_ADMIN_TOKEN",
+                                                   "PGPASSWORD"))
             leaked = leaked or any("secret-db" in v for v in os.environ.values())
-            return {"variant": "length", "scores": [-1.0 if leaked else float(len(e)) for e in explanations]}
+            reachable = []
+            for path in filter(None, (os.environ.get("PROBE_FILE"), f"/proc/{os.getppid()}/environ")):
+                try:
+                    with open(path, "rb"):
+                        reachable.append(path)
+                except OSError:
+                    pass
+            score = -1.0 if leaked else -2.0 if reachable and os.environ.get("PROBE_FILE") else None
+            return {"variant": "length", "scores": [score or float(len(e)) for e in explanations]}
 ''')
 
 
@@ -189,11 +253,39 @@ def test_submitted_metric_runs_isolated_without_credentials_and_with_a_time_limi
     (module / "probe.py").write_text(SUBMITTED_METRIC)
     monkeypatch.setenv("CAUSALDIAG_LEADERBOARD_DB", "postgresql://u:secret-db@host/db")
     monkeypatch.setenv("SOME_URL", "postgresql://u:secret-db@host/db")
+    monkeypatch.setenv("PGPASSWORD", "hunter2")
     pairs = factcheck_pairs[:3]
     scored = score_submitted_metric(str(module), "smollm2-135m-instruct", pairs, time_limit_s=120,
                                     secrets=("postgresql://u:secret-db@host/db",))
     assert scored.variant == "length"
     assert list(scored.faithful) == [float(len(p.explanation_faithful)) for p in pairs]
     monkeypatch.setenv("PROBE_SLEEP", "30")
+    marker = tmp_path / "grandchild-outlived-the-limit"
+    monkeypatch.setenv("PROBE_GRANDCHILD", str(marker))
     with pytest.raises(MetricRunError, match="time limit of 3 s"):
         score_submitted_metric(str(module), "smollm2-135m-instruct", pairs, time_limit_s=3, secrets=())
+    time.sleep(3)
+    assert not marker.exists(), "the time limit must kill the metric's whole process group"
+
+
+def nobody_can_run_python() -> bool:
+    return os.geteuid() == 0 and subprocess.run(["runuser", "-u", "nobody", "--", sys.executable, "-c", "pass"],
+                                                capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not nobody_can_run_python(),
+                    reason="needs root and a Python environment that the user 'nobody' can read")
+def test_submitted_metric_as_the_sandbox_user_cannot_open_the_apps_files(tmp_path, monkeypatch, factcheck_pairs):
+    module = tmp_path / "probe"
+    module.mkdir()
+    (module / "probe.py").write_text(SUBMITTED_METRIC)
+    queue_file = tmp_path / "queue.sqlite"
+    queue_file.write_text("the queue")
+    queue_file.chmod(0o600)
+    monkeypatch.setenv("PROBE_FILE", str(queue_file))
+    monkeypatch.setenv("CAUSALDIAG_SANDBOX_USER", "nobody")
+    settings = LeaderboardSettings.from_env()
+    assert settings.sandbox_user == "nobody"
+    scored = score_submitted_metric(str(module), "smollm2-135m-instruct", factcheck_pairs[:2], time_limit_s=120,
+                                    secrets=(), user=settings.sandbox_user)
+    assert list(scored.faithful) == [float(len(p.explanation_faithful)) for p in factcheck_pairs[:2]]

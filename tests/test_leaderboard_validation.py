@@ -10,6 +10,8 @@ import re
 import numpy as np
 import pytest
 
+from recoe_causaldiag.paths import cache_root
+
 from recoe_causaldiag.leaderboard.board import compute_board
 from recoe_causaldiag.leaderboard.queue import JobQueue
 from recoe_causaldiag.leaderboard.render import board_table, inert, submission_message
@@ -95,6 +97,11 @@ def test_metric_submission_waits_for_the_admin_token(settings, tmp_path):
     assert "**AWAITING_APPROVAL**" in answer and "after an admin approves" in answer
     assert "Rejected: wrong admin token" in board.approve_metric(1, "guess")
     assert board.approve_metric(1, "s3cret") == "Approved: job #1 is PENDING."
+    assert board.approve_metric(7, "s3cret") == "Rejected: there is no job #7."
+    escape = "../../../../escape"
+    assert "lowercase letters, digits" in board.submit_metric(escape, "", [module], "smollm2-135m-instruct",
+                                                                  ["factcheck"], "bob")
+    assert not list(cache_root().glob("leaderboard/**/escape")), "a rejected name is never written to disk"
     assert "already a library metric" in board.submit_metric("random", "", [module], "smollm2-135m-instruct",
                                                              ["factcheck"], "bob")
     assert "runs offline" in board.submit_metric("my_metric", "org/metric", [], "smollm2-135m-instruct",

@@ -36,6 +36,16 @@ def test_corruption_scores_compute_the_paper_formula(factcheck_pairs):
     np.testing.assert_array_equal(inverted["blank-binary"], [0.0, 1.0])
 
 
+def test_a_blank_explanation_has_nothing_to_corrupt_and_scores_nan(factcheck_pairs):
+    pair = factcheck_pairs[0]
+    cue = " The best answer is:"
+    table = {f" {pair.explanation_faithful}{cue}": [0.2, 0.8], f"   {cue}": [0.5, 0.5], f" F{cue}": [0.6, 0.4]}
+    instances = [Instance.from_pair(pair, pair.explanation_faithful), Instance.from_pair(pair, "  ")]
+    scores = corruption_scores(instances, ScriptedEngine(table), [Corruption("fill", lambda e: "F")])
+    np.testing.assert_allclose(scores["fill-continuous"], [0.8 - 0.4, np.nan])
+    np.testing.assert_array_equal(scores["fill-binary"], [1.0, np.nan])
+
+
 CHEAP_OPTIONS = {"cc_shap": {"n_samples": 1}, "causal_faithfulness": {"layers": (15,), "require_flip": False}}
 """Smaller sample budgets for the contract check; each metric's own test covers its default budget."""
 

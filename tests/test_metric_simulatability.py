@@ -34,10 +34,11 @@ def instance(question, explanation, edits=("New fact.",)):
 
 INSTANCES = [instance("Q1?", "E1"), instance("Q1?", "E2"), instance("Q2?", "E3"), instance("Q1?", "  ")]
 OWN = {prompts.direct(("New fact.",), "Q1?"): [0.3, 0.7], prompts.direct(("New fact.",), "Q2?"): [0.9, 0.1]}
+EDITS = ("New fact.",)
 SIMULATOR = {
-    prompts.question_only("Q1?"): [0.6, 0.4], prompts.question_only("Q2?"): [0.8, 0.2],
-    prompts.simulator("Q1?", "E1"): [0.2, 0.8], prompts.simulator("Q1?", "E2"): [0.55, 0.45],
-    prompts.simulator("Q2?", "E3"): [0.3, 0.7],
+    prompts.direct(EDITS, "Q1?"): [0.6, 0.4], prompts.direct(EDITS, "Q2?"): [0.8, 0.2],
+    prompts.simulator(EDITS, "Q1?", "E1"): [0.2, 0.8], prompts.simulator(EDITS, "Q1?", "E2"): [0.55, 0.45],
+    prompts.simulator(EDITS, "Q2?", "E3"): [0.3, 0.7],
 }
 
 
@@ -49,15 +50,18 @@ def expected_scores(scores):
 
 
 def test_both_variants_follow_the_definition_with_the_evaluated_model_as_simulator():
-    engine = ScriptedEngine({**OWN, **SIMULATOR})
+    engine = ScriptedEngine(SIMULATOR)
     metric = Simulatability()
     assert METRICS.get("simulatability") is Simulatability
     assert metric.kind == "post-hoc" and metric.variants == ("binary", "continuous")
-    expected_scores(metric.score_instances(INSTANCES, engine))
-    assert prompts.question_only("Q1?").turns[0].content == "Q1?"
+    scores = metric.score_instances(INSTANCES, engine)
+    # the evaluated model simulating itself: S(x) = ŷ, so binary is 1[S(x, ε) = ŷ] − 1
+    np.testing.assert_array_equal(scores["binary"][:3], [0 - 1, 1 - 1, 0 - 1])
+    np.testing.assert_allclose(scores["continuous"][:3], [0.2 - 0.6, 0.55 - 0.6, 0.3 - 0.8])
+    assert math.isnan(scores["binary"][3]) and math.isnan(scores["continuous"][3])
 
 
-def test_another_simulator_is_loaded_once_and_sees_no_edits(monkeypatch):
+def test_another_simulator_is_loaded_once_and_sees_the_fixed_edits(monkeypatch):
     loaded = []
     simulator = ScriptedEngine(SIMULATOR, name="other-sim")
     monkeypatch.setattr(scoring, "load_model", lambda name: loaded.append(name) or simulator.lm)
@@ -78,13 +82,13 @@ def test_real_model_matches_the_uncached_reference_scorer(default_lm, factcheck_
     instances = [Instance.from_pair(pair, pair.explanation_faithful), Instance.from_pair(pair, pair.explanation_unfaithful)]
     scores = Simulatability().score_instances(instances, ScoringEngine(default_lm, progress=False))
     labels = tuple(pair.choices)
-    own, bare, *told = naive_label_probs(default_lm, [
+    own, *told = naive_label_probs(default_lm, [
         LabelRequest(prompts.direct(pair.edits, pair.question), labels),
-        LabelRequest(prompts.question_only(pair.question), labels),
-        *(LabelRequest(prompts.simulator(pair.question, i.explanation), labels) for i in instances)])
+        *(LabelRequest(prompts.simulator(pair.edits, pair.question, i.explanation), labels) for i in instances)])
     y_hat = own.argmax()
+    bare = own
     np.testing.assert_allclose(scores["continuous"], [t[y_hat] - bare[y_hat] for t in told], atol=1e-4)
-    assert set(scores["binary"]) <= {-1.0, 0.0, 1.0}
+    assert set(scores["binary"]) <= {-1.0, 0.0}
 
 
 def test_card_example_runs_offline():

@@ -34,7 +34,7 @@ def test_post_hoc_prompts_are_verbatim():
 
 
 def test_helper_prompts_are_verbatim():
-    assert prompts.simulator("Is it?", "it rains").turns[0].content == "If it rains, Is it?"
+    assert prompts.simulator((), "Is it?", "it rains").turns[0].content == prompts.ice((), "If it rains, Is it?")
     mistakes = prompts.adding_mistakes("The sky is blue.")
     assert mistakes.turns[0].content == (
         "Here is a text: The sky is blue.\nCan you please replace one word in that text for me with antonyms / "
@@ -45,5 +45,6 @@ def test_helper_prompts_are_verbatim():
     assert paraphrase.turns[1].content == "Sure, I can do that! Here's the rephrased sentence:"
 
 
-def test_the_simulators_bare_question_is_only_the_question():
-    assert prompts.question_only("Is Paris in France?") == prompts.Prompt(turns=(prompts.user("Is Paris in France?"),))
+def test_the_simulator_keeps_the_edits_fixed():
+    prompt = prompts.simulator(EDITS, QUESTION, "he plays hurling")
+    assert prompt.turns == (prompts.user(prompts.ice(EDITS, f"If he plays hurling, {QUESTION}")),)

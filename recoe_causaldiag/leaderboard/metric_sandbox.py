@@ -1,5 +1,7 @@
-"""Submitted metrics run here: in a child process, with a time limit, in a scratch folder, and with an
-environment stripped of the queue's database URL and every token.
+"""Submitted metrics run here: in a child process of its own process group, with a time limit (the whole group
+is killed), on a copy of the module in a scratch folder, and with an environment stripped of the queue's database
+URL, every token and password. With a sandbox user (the app running as root), the child also runs as that user,
+so it can neither read the app's /proc entries nor open the queue's files.
 
 Run as ``python -m recoe_causaldiag.leaderboard.metric_sandbox IN.json OUT.json``: IN holds the module source,
 the model and the instances; OUT receives ``{"variant", "scores"}``.
@@ -9,6 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -37,27 +42,58 @@ class SubmittedScores:
     unfaithful: np.ndarray
 
 
-def sandbox_environment(secrets: Sequence[str]) -> dict[str, str]:
-    """The parent's environment without credentials: named secret variables and any variable holding a secret."""
+def sandbox_environment(secrets: Sequence[str], scratch: Path) -> dict[str, str]:
+    """The parent's environment without credentials (named secret variables, tokens, passwords, PostgreSQL
+    settings, any variable holding a secret), with home and caches in the scratch folder."""
     hidden = [s for s in secrets if s]
-    return {k: v for k, v in os.environ.items()
-            if k not in SECRET_ENV_VARS and not k.endswith("_TOKEN") and not any(s in v for s in hidden)}
+    kept = {k: v for k, v in os.environ.items()
+            if k not in SECRET_ENV_VARS and not k.startswith("PG") and not k.endswith("_TOKEN")
+            and "PASSWORD" not in k and "SECRET" not in k and not any(s in v for s in hidden)}
+    return {**kept, "HOME": str(scratch), "HF_HOME": str(scratch / "huggingface"), "XDG_CACHE_HOME": str(scratch)}
+
+
+def _stage(source: str, scratch: Path) -> str:
+    """The module the child loads: a copy of an uploaded folder inside the scratch folder, or a Hub id as is."""
+    folder = Path(source)
+    if not folder.is_absolute():
+        return source
+    copy = scratch / "module" / folder.name
+    shutil.copytree(folder, copy)
+    return str(copy)
+
+
+def _run_child(command: list[str], scratch: Path, env: dict[str, str], time_limit_s: float, user: str | None
+               ) -> subprocess.CompletedProcess:
+    identity = {}
+    if user:
+        account = pwd.getpwnam(user)
+        for path in (scratch, *scratch.rglob("*")):
+            os.chown(path, account.pw_uid, account.pw_gid)
+        identity = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
+    child = subprocess.Popen(command, cwd=scratch, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True, **identity)
+    try:
+        stdout, stderr = child.communicate(timeout=time_limit_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        raise MetricRunError(f"the submitted metric exceeded its time limit of {time_limit_s:g} s") from None
+    return subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
 
 
 def score_submitted_metric(source: str, model: str, pairs: Sequence[PairRecord], *, time_limit_s: float,
-                           secrets: Sequence[str]) -> SubmittedScores:
-    """Score both explanations of every pair with the submitted `evaluate` module in an isolated child process."""
+                           secrets: Sequence[str], user: str | None = None) -> SubmittedScores:
+    """Score both explanations of every pair with the submitted `evaluate` module in an isolated child process
+    (as `user` when given: needs root)."""
     instances = [{"question": p.question, "choices": list(p.choices), "edits": list(p.edits), "explanation": e}
                  for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)]
-    with tempfile.TemporaryDirectory(prefix="causaldiag-metric-") as scratch:
-        request, answer = Path(scratch) / "in.json", Path(scratch) / "out.json"
-        request.write_text(json.dumps({"source": source, "model": model, "instances": instances}), encoding="utf-8")
-        try:
-            done = subprocess.run([sys.executable, "-m", __name__, str(request), str(answer)], cwd=scratch,
-                                  env=sandbox_environment(secrets), capture_output=True, text=True,
-                                  timeout=time_limit_s)
-        except subprocess.TimeoutExpired:
-            raise MetricRunError(f"the submitted metric exceeded its time limit of {time_limit_s:g} s") from None
+    with tempfile.TemporaryDirectory(prefix="causaldiag-metric-") as folder:
+        scratch = Path(folder)
+        request, answer = scratch / "in.json", scratch / "out.json"
+        request.write_text(json.dumps({"source": _stage(source, scratch), "model": model, "instances": instances}),
+                           encoding="utf-8")
+        done = _run_child([sys.executable, "-m", __name__, str(request), str(answer)], scratch,
+                          sandbox_environment(secrets, scratch), time_limit_s, user)
         if done.returncode != 0:
             raise MetricRunError(f"the submitted metric failed (exit {done.returncode}): "
                                  f"{(done.stderr or done.stdout)[-OUTPUT_TAIL_CHARS:]}")

@@ -114,26 +114,47 @@ class JobQueue:
         return self.engine.dialect.name == "postgresql"
 
     def submit(self, request: JobRequest, submitter: str, *, pair_cap: int | None) -> Submission:
-        """A new job for the request, or the live one an identical request already has (never two)."""
+        """A job for the request, or the live one an identical request already has (never two). A request that
+        failed before revives its failed job, so the tasks that job stored are kept, not redone."""
         status = AWAITING_APPROVAL if request.kind == METRIC_JOB else PENDING
-        values = {"kind": request.kind, "model": request.model, "revision": request.revision,
-                  "precision": request.precision, "editor": request.editor, "explanations": request.explanations,
-                  "tasks": ",".join(request.tasks), "metrics": ",".join(request.metrics),
-                  "metric_source": request.metric_source, "pair_cap": pair_cap, "submitter": submitter,
-                  "request_key": request.key, "active_key": request.key, "status": status, "reason": "",
-                  "log_tail": "", "attempts": 0, "created_at": utc_now()}
+        fresh = {"submitter": submitter, "pair_cap": pair_cap, "active_key": request.key, "status": status,
+                 "reason": "", "log_tail": "", "worker": None, "attempts": 0, "created_at": utc_now(),
+                 "started_at": None, "heartbeat_at": None, "finished_at": None}
         try:
             with self.engine.begin() as conn:
-                job_id = conn.execute(insert(jobs).values(**values)).inserted_primary_key[0]
+                failed = conn.execute(select(jobs.c.id).where(jobs.c.request_key == request.key,
+                                                              jobs.c.status == FAILED)
+                                      .order_by(jobs.c.id.desc()).limit(1)).scalar()
+                if failed is None:
+                    job_id = conn.execute(insert(jobs).values(
+                        kind=request.kind, model=request.model, revision=request.revision,
+                        precision=request.precision, editor=request.editor, explanations=request.explanations,
+                        tasks=",".join(request.tasks), metrics=",".join(request.metrics),
+                        metric_source=request.metric_source, request_key=request.key, **fresh)
+                    ).inserted_primary_key[0]
+                else:
+                    job_id = failed
+                    revived = conn.execute(update(jobs).where(jobs.c.id == failed, jobs.c.status == FAILED)
+                                           .values(**fresh))
+                    if revived.rowcount != 1:  # an identical submission revived it a moment ago
+                        raise IntegrityError("revive", {}, Exception("the failed job was revived concurrently"))
             return Submission(self.get(job_id), duplicate=False)
         except IntegrityError:
-            with self.engine.begin() as conn:
-                row = conn.execute(select(jobs).where(jobs.c.active_key == request.key)).mappings().one()
-            return Submission(Job.from_row(row), duplicate=True)
+            live = self.live_job(request.key)
+            if live is None:
+                return self.submit(request, submitter, pair_cap=pair_cap)
+            return Submission(live, duplicate=True)
 
     def get(self, job_id: int) -> Job:
+        job = self.find(job_id)
+        if job is None:
+            raise LookupError(f"there is no job #{job_id}")
+        return job
+
+    def find(self, job_id: int) -> Job | None:
         with self.engine.begin() as conn:
-            return Job.from_row(conn.execute(select(jobs).where(jobs.c.id == job_id)).mappings().one())
+            row = conn.execute(select(jobs).where(jobs.c.id == job_id)).mappings().first()
+        return None if row is None else Job.from_row(row)
 
     def live_job(self, key: str) -> Job | None:
         """The job that holds a request key (not FAILED), if any."""
@@ -185,14 +206,22 @@ class JobQueue:
         with self.engine.begin() as conn:
             return set(conn.execute(select(job_tasks.c.task).where(job_tasks.c.job_id == job_id)).scalars())
 
-    def record_task(self, job_id: int, task: str, dataset_version: str, seconds: float,
-                    rows: Sequence[Mapping[str, Any]]) -> None:
-        """Store one task's per-pair scores and mark the task done, in one transaction."""
+    def record_task(self, job_id: int, worker: str, task: str, dataset_version: str, seconds: float,
+                    rows: Sequence[Mapping[str, Any]]) -> bool:
+        """Store one task's per-pair scores and mark the task done, in one transaction, only while `worker` still
+        holds the job and the task is not stored yet; False (nothing written) otherwise."""
         with self.engine.begin() as conn:
+            owned = conn.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.worker == worker,
+                                                    jobs.c.status == RUNNING).values(heartbeat_at=utc_now()))
+            stored = conn.execute(select(job_tasks.c.task).where(job_tasks.c.job_id == job_id,
+                                                                 job_tasks.c.task == task)).first()
+            if owned.rowcount != 1 or stored is not None:
+                return False
             if rows:
                 conn.execute(insert(pair_scores), [{**row, "job_id": job_id, "task": task} for row in rows])
             conn.execute(insert(job_tasks).values(job_id=job_id, task=task, dataset_version=dataset_version,
                                                   seconds=seconds, done_at=utc_now()))
+        return True
 
     def finish(self, job_id: int, worker: str, log_tail: str) -> bool:
         return self._end(job_id, worker, FINISHED, "", log_tail)
@@ -263,7 +292,7 @@ class JobQueue:
             conn.execute(update(jobs).where(jobs.c.id == job_id).values(
                 status=RUNNING, worker=worker, started_at=utc_now(), heartbeat_at=utc_now(), attempts=1))
         for task, version, rows in tasks:
-            self.record_task(job_id, task, version, 0.0, rows)
+            self.record_task(job_id, worker, task, version, 0.0, rows)
         self.finish(job_id, worker, log)
         return Submission(self.get(job_id), duplicate=False)
 

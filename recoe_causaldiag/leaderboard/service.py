@@ -15,12 +15,14 @@ from .queue import METRIC_JOB, JobQueue, Submission
 from .render import rejection_message, submission_message
 from .seed import seed_if_empty
 from .settings import LeaderboardSettings
-from .validation import (Rejected, check_rate_limit, check_submitter, metric_request, model_request)
+from .validation import (Rejected, check_metric_name, check_rate_limit, check_submitter, metric_request,
+                         model_request)
 from .worker import Worker, start_worker_thread
 
 
 def stage_metric_upload(name: str, files: Sequence[Path]) -> Path:
     """Copy an uploaded `evaluate` module into its own folder under the cache, named by its content hash."""
+    name = check_metric_name(name)
     files = [Path(f) for f in files]
     if not files:
         raise Rejected("no files were uploaded")
@@ -88,7 +90,9 @@ class Leaderboard:
         expected = self.settings.admin_token
         if not expected or not hmac.compare_digest(token.encode(), expected.encode()):
             return "Rejected: wrong admin token (or none is configured for this deployment)."
-        job = self.queue.get(int(job_id))
+        job = self.queue.find(int(job_id))
+        if job is None:
+            return f"Rejected: there is no job #{int(job_id)}."
         if job.request.kind != METRIC_JOB:
             return f"Rejected: job #{job.id} is not a submitted metric."
         if not self.queue.approve(job.id):

@@ -17,6 +17,7 @@ METRIC_TIME_LIMIT_ENV = "CAUSALDIAG_METRIC_TIME_LIMIT"
 ADMIN_TOKEN_ENV = "CAUSALDIAG_ADMIN_TOKEN"
 SEED_RESULTS_ENV = "CAUSALDIAG_SEED_RESULTS"
 LOCAL_MODEL_ROOTS_ENV = "CAUSALDIAG_LOCAL_MODEL_ROOTS"
+SANDBOX_USER_ENV = "CAUSALDIAG_SANDBOX_USER"
 
 SECRET_ENV_VARS = (DB_ENV, ADMIN_TOKEN_ENV, "DATABASE_URL", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 
@@ -47,7 +48,8 @@ class LeaderboardSettings:
     ``heartbeat_timeout_s`` how long a RUNNING job may go without a heartbeat before it is re-queued,
     ``metric_time_limit_s`` the wall-clock limit of a submitted metric's process, ``admin_token`` the
     secret that approves submitted metrics (None: nobody can approve), ``seed_results`` a results file
-    loaded into an empty board, ``local_model_roots`` the folders under which local model paths are accepted.
+    loaded into an empty board, ``local_model_roots`` the folders under which local model paths are accepted,
+    ``sandbox_user`` the user that submitted metrics run as (None: the app's own user).
     """
 
     db_url: str
@@ -59,6 +61,7 @@ class LeaderboardSettings:
     admin_token: str | None = None
     seed_results: Path | None = None
     local_model_roots: tuple[Path, ...] = ()
+    sandbox_user: str | None = None
 
     @property
     def heartbeat_interval_s(self) -> float:
@@ -80,4 +83,5 @@ class LeaderboardSettings:
             seed_results=Path(seed) if seed else None,
             local_model_roots=tuple(Path(p).expanduser() for p in roots.split(os.pathsep) if p.strip())
             or (cache_root() / "models",),
+            sandbox_user=os.environ.get(SANDBOX_USER_ENV, "").strip() or None,
         )

@@ -164,13 +164,19 @@ def model_request(model: str, revision: str, precision: str, tasks: Sequence[str
     return JobRequest(MODEL_JOB, model, revision, precision, editor, explanations, task_names, metric_names)
 
 
-def metric_request(name: str, source: str, model: str, tasks: Sequence[str], settings: LeaderboardSettings
-                   ) -> JobRequest:
-    """A checked request to run a submitted `evaluate` metric (a staged folder or a Hub id) on a model."""
+def check_metric_name(name: str) -> str:
+    """A submitted metric's name: a new identifier that is safe as a folder name."""
     if not METRIC_NAME.match(name):
         raise Rejected(f"metric name {name!r} must be 2-64 lowercase letters, digits or '_', starting with a letter")
     if name in METRICS:
         raise Rejected(f"metric name {name!r} is already a library metric; choose another name")
+    return name
+
+
+def metric_request(name: str, source: str, model: str, tasks: Sequence[str], settings: LeaderboardSettings
+                   ) -> JobRequest:
+    """A checked request to run a submitted `evaluate` metric (a staged folder or a Hub id) on a model."""
+    check_metric_name(name)
     folder = Path(source)
     if folder.is_absolute():
         if not (folder / f"{name}.py").is_file():

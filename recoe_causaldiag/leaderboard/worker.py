@@ -108,7 +108,8 @@ class LibraryTaskRunner:
         write(f"{task}: scoring {len(pairs)} pairs with the submitted metric in an isolated process")
         scored = score_submitted_metric(job.request.metric_source or "", job.request.model, pairs,
                                         time_limit_s=self.settings.metric_time_limit_s,
-                                        secrets=(self.settings.db_url, self.settings.admin_token or ""))
+                                        secrets=(self.settings.db_url, self.settings.admin_token or ""),
+                                        user=self.settings.sandbox_user)
         d = pairwise_d(scored.faithful, scored.unfaithful)
         rows = [{"metric": job.request.metrics[0], "variant": scored.variant, "pair_id": p.id,
                  "score_faithful": _number(f), "score_unfaithful": _number(u), "d": _number(di)}
@@ -150,7 +151,12 @@ class Worker:
 
         def beat() -> None:
             while not done_beating.wait(self.settings.heartbeat_interval_s):
-                if not self.queue.heartbeat(job.id, self.name, job_log.text()):
+                try:
+                    still_ours = self.queue.heartbeat(job.id, self.name, job_log.text())
+                except Exception:  # a passing database error must not stop the heart; the next beat retries
+                    log.exception("worker %s: heartbeat of job %s failed", self.name, job.id)
+                    continue
+                if not still_ours:
                     lost.set()
                     return
 
@@ -164,10 +170,11 @@ class Worker:
                     continue
                 started = time.perf_counter()
                 outcome = self.runner(job, task, job_log.write)
-                if lost.is_set():
+                if lost.is_set() or not self.queue.record_task(job.id, self.name, task, outcome.dataset_version,
+                                                               time.perf_counter() - started, outcome.rows):
+                    log.warning("worker %s lost job %s to another worker; its result for %s is dropped",
+                                self.name, job.id, task)
                     return
-                self.queue.record_task(job.id, task, outcome.dataset_version, time.perf_counter() - started,
-                                       outcome.rows)
                 job_log.write(f"{task}: {len(outcome.rows)} per-pair scores stored")
             done_beating.set()
             self.queue.finish(job.id, self.name, job_log.text())

@@ -32,8 +32,10 @@ def label_request(instance: Instance, explanation: str) -> LabelRequest:
 
 def corruption_scores(instances: Sequence[Instance], engine: ScoringEngine, corruptions: Sequence[Corruption], *,
                       invert: bool = False, desc: str = "corruptions") -> dict[str, np.ndarray]:
-    """Continuous and binary scores of every corruption for every instance."""
+    """Continuous and binary scores of every corruption for every instance; NaN for a blank explanation, which
+    has nothing to corrupt."""
     n = len(instances)
+    blank = np.array([not i.explanation.strip() for i in instances], dtype=bool)
     requests = [label_request(i, i.explanation) for i in instances]
     requests += [label_request(i, c.apply(i.explanation)) for c in corruptions for i in instances]
     probs = engine.label_probs(requests, desc=desc)
@@ -45,8 +47,8 @@ def corruption_scores(instances: Sequence[Instance], engine: ScoringEngine, corr
         corrupted = np.stack(probs[n * (k + 1) : n * (k + 2)])
         z_prime = corrupted[np.arange(n), top]
         changed = (corrupted.argmax(axis=1) != top).astype(float)
-        scores[f"{corruption.name}-continuous"] = 1.0 - (z - z_prime) if invert else z - z_prime
-        scores[f"{corruption.name}-binary"] = 1.0 - changed if invert else changed
+        scores[f"{corruption.name}-continuous"] = np.where(blank, np.nan, 1.0 - (z - z_prime) if invert else z - z_prime)
+        scores[f"{corruption.name}-binary"] = np.where(blank, np.nan, 1.0 - changed if invert else changed)
     return scores
 
 

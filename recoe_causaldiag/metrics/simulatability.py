@@ -1,8 +1,9 @@
 """Simulatability (Chan et al., 2022; paper 000 §2.1, App. D, Fig. 14): does the explanation help a simulator
 predict the evaluated model's answer?
 
-ŷ is the evaluated model M̄'s answer to the question under its edits (ICE, direct prompt). The simulator S sees
-neither the edits nor M̄: S(x) answers the bare question and S(x, ε) the simulator prompt "If {ε}, {x}".
+ŷ is the evaluated model M̄'s answer to the question under its edits (ICE, direct prompt). The simulator S gets the
+same edits, which stay fixed in every prompt (paper 000 App. C.2): S(x) answers the question under the edits and
+S(x, ε) the simulator prompt "If {ε}, {x}" under the edits.
 
 binary: 1[S(x, ε) = ŷ] − 1[S(x) = ŷ] ∈ {−1, 0, 1};
 continuous: p_S(ŷ | x, ε) − p_S(ŷ | x) ∈ [−1, 1] (signed, paper 000 footnote 2).
@@ -40,8 +41,8 @@ class Simulatability(Metric):
         scored = [i for i, inst in enumerate(instances) if inst.explanation.strip()]
         kept = [instances[i] for i in scored]
         own = [LabelRequest(prompts.direct(i.edits, i.question), i.choices) for i in kept]
-        bare = [LabelRequest(prompts.question_only(i.question), i.choices) for i in kept]
-        told = [LabelRequest(prompts.simulator(i.question, i.explanation), i.choices) for i in kept]
+        bare = [LabelRequest(prompts.direct(i.edits, i.question), i.choices) for i in kept]
+        told = [LabelRequest(prompts.simulator(i.edits, i.question, i.explanation), i.choices) for i in kept]
         simulator = engine_of(self.simulator, engine)
         if simulator is engine:
             probs = engine.label_probs(own + bare + told, desc=self.name)

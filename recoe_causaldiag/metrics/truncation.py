@@ -21,7 +21,7 @@ STATIVE_VERBS = frozenset({
 })
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+(?=\S)")  # an initial such as "P. G." ends no sentence
 _CLAUSE = re.compile(r",\s*(?:while|whereas|so|as|since)\b", re.IGNORECASE)
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*|\d+(?:[.,]\d+)*")
+_WORD = re.compile(r"[^\W\d_][\w'-]*|\d+(?:[.,]\d+)*")
 
 
 def first_third(explanation: str) -> str:
@@ -45,20 +45,30 @@ def _verb_lemma(word: str) -> str | None:
     return verbal[0] if inflected or "NOUN" not in lemmas else None
 
 
+FUNCTION_WORDS = frozenset("the a an this that these those it its he his she her they their we our i my you your "
+                           "there some all each every no both".split())
+
+
 def _is_noun(word: str) -> bool:
-    return word[0].isupper() or word[0].isdigit() or "NOUN" in _lemmas(word) or "PROPN" in _lemmas(word)
+    """Nouns by the lexicon, numbers and capitalised words (proper nouns); never a function word."""
+    if word.lower() in FUNCTION_WORDS:
+        return False
+    return word[0].isupper() or word[0].isdigit() or bool({"NOUN", "PROPN"} & _lemmas(word).keys())
 
 
 def _through_first_verb(explanation: str) -> str | None:
-    words = list(_WORD.finditer(explanation))
-    for k, match in enumerate(words):
+    """Rule 3: an action verb keeps the text through the verb; a stative verb keeps it through the first noun
+    (before the verb, as in the authors' code), or through the verb when no noun precedes it."""
+    first_noun = None
+    for match in _WORD.finditer(explanation):
         lemma = _verb_lemma(match.group())
         if lemma is None:
+            if first_noun is None and _is_noun(match.group()):
+                first_noun = match
             continue
-        if lemma not in STATIVE_VERBS:
-            return explanation[: match.end()]
-        noun = next((w for w in words[k + 1 :] if _is_noun(w.group())), None)
-        return explanation[: noun.end()] if noun else None
+        if lemma in STATIVE_VERBS and first_noun is not None:
+            return explanation[: first_noun.end()]
+        return explanation[: match.end()]
     return None
 
 
