@@ -21,6 +21,7 @@ STATUSES = (AWAITING_APPROVAL, PENDING, RUNNING, FINISHED, FAILED)
 MODEL_JOB, METRIC_JOB = "model", "metric"
 LOG_TAIL_CHARS = 4000
 MAX_ATTEMPTS = 3
+SUBMIT_RETRIES = 3
 
 
 def utc_now() -> datetime:
@@ -116,34 +117,35 @@ class JobQueue:
     def submit(self, request: JobRequest, submitter: str, *, pair_cap: int | None) -> Submission:
         """A job for the request, or the live one an identical request already has (never two). A request that
         failed before revives its failed job, so the tasks that job stored are kept, not redone."""
+        for _ in range(SUBMIT_RETRIES):
+            try:
+                return Submission(self.get(self._insert_or_revive(request, submitter, pair_cap)), duplicate=False)
+            except IntegrityError:
+                live = self.live_job(request.key)
+                if live is not None:
+                    return Submission(live, duplicate=True)
+        raise RuntimeError(f"could not submit {request.model}: the same request kept changing state")
+
+    def _insert_or_revive(self, request: JobRequest, submitter: str, pair_cap: int | None) -> int:
+        """The id of a new PENDING (or AWAITING_APPROVAL) job for the request, or of its revived failed job;
+        IntegrityError when an identical request holds a live job."""
         status = AWAITING_APPROVAL if request.kind == METRIC_JOB else PENDING
         fresh = {"submitter": submitter, "pair_cap": pair_cap, "active_key": request.key, "status": status,
                  "reason": "", "log_tail": "", "worker": None, "attempts": 0, "created_at": utc_now(),
                  "started_at": None, "heartbeat_at": None, "finished_at": None}
-        try:
-            with self.engine.begin() as conn:
-                failed = conn.execute(select(jobs.c.id).where(jobs.c.request_key == request.key,
-                                                              jobs.c.status == FAILED)
-                                      .order_by(jobs.c.id.desc()).limit(1)).scalar()
-                if failed is None:
-                    job_id = conn.execute(insert(jobs).values(
-                        kind=request.kind, model=request.model, revision=request.revision,
-                        precision=request.precision, editor=request.editor, explanations=request.explanations,
-                        tasks=",".join(request.tasks), metrics=",".join(request.metrics),
-                        metric_source=request.metric_source, request_key=request.key, **fresh)
-                    ).inserted_primary_key[0]
-                else:
-                    job_id = failed
-                    revived = conn.execute(update(jobs).where(jobs.c.id == failed, jobs.c.status == FAILED)
-                                           .values(**fresh))
-                    if revived.rowcount != 1:  # an identical submission revived it a moment ago
-                        raise IntegrityError("revive", {}, Exception("the failed job was revived concurrently"))
-            return Submission(self.get(job_id), duplicate=False)
-        except IntegrityError:
-            live = self.live_job(request.key)
-            if live is None:
-                return self.submit(request, submitter, pair_cap=pair_cap)
-            return Submission(live, duplicate=True)
+        with self.engine.begin() as conn:
+            failed = conn.execute(select(jobs.c.id).where(jobs.c.request_key == request.key, jobs.c.status == FAILED)
+                                  .order_by(jobs.c.id.desc()).limit(1)).scalar()
+            if failed is None:
+                return conn.execute(insert(jobs).values(
+                    kind=request.kind, model=request.model, revision=request.revision, precision=request.precision,
+                    editor=request.editor, explanations=request.explanations, tasks=",".join(request.tasks),
+                    metrics=",".join(request.metrics), metric_source=request.metric_source,
+                    request_key=request.key, **fresh)).inserted_primary_key[0]
+            revived = conn.execute(update(jobs).where(jobs.c.id == failed, jobs.c.status == FAILED).values(**fresh))
+            if revived.rowcount != 1:  # an identical submission revived it a moment ago
+                raise IntegrityError("revive", {}, Exception("the failed job was revived concurrently"))
+            return failed
 
     def get(self, job_id: int) -> Job:
         job = self.find(job_id)
