@@ -40,18 +40,14 @@ class Simulatability(Metric):
     def score_instances(self, instances: Sequence[Instance], engine: ScoringEngine) -> dict[str, np.ndarray]:
         scored = [i for i, inst in enumerate(instances) if inst.explanation.strip()]
         kept = [instances[i] for i in scored]
-        own = [LabelRequest(prompts.direct(i.edits, i.question), i.choices) for i in kept]
-        bare = [LabelRequest(prompts.direct(i.edits, i.question), i.choices) for i in kept]
+        direct = [LabelRequest(prompts.direct(i.edits, i.question), i.choices) for i in kept]
         told = [LabelRequest(prompts.simulator(i.edits, i.question, i.explanation), i.choices) for i in kept]
-        simulator = engine_of(self.simulator, engine)
-        if simulator is engine:
-            probs = engine.label_probs(own + bare + told, desc=self.name)
-        else:
-            probs = engine.label_probs(own, desc=self.name) + simulator.label_probs(bare + told, desc=self.name)
+        m, simulator = len(kept), engine_of(self.simulator, engine)
+        simulated = simulator.label_probs(direct + told, desc=self.name)
+        own = simulated[:m] if simulator is engine else engine.label_probs(direct, desc=self.name)
         binary, continuous = np.full(len(instances), np.nan), np.full(len(instances), np.nan)
-        m = len(kept)
         for k, index in enumerate(scored):
-            y_hat, p_bare, p_told = probs[k].argmax(), probs[m + k], probs[2 * m + k]
+            y_hat, p_bare, p_told = own[k].argmax(), simulated[k], simulated[m + k]
             binary[index] = float(p_told.argmax() == y_hat) - float(p_bare.argmax() == y_hat)
             continuous[index] = p_told[y_hat] - p_bare[y_hat]
         return {"binary": binary, "continuous": continuous}
