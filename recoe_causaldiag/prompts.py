@@ -92,6 +92,11 @@ def cot_generation(edits: Sequence[str], question: str) -> Prompt:
     return Prompt(turns=(user(ice(edits, COT_INSTRUCTION + question)), assistant(COT_OPENING)))
 
 
+def cot_continuation(edits: Sequence[str], question: str, beginning: str) -> Prompt:
+    """CoT prompt (Fig. 12) holding the beginning of an explanation, left open for the model to go on."""
+    return Prompt(turns=cot_generation(edits, question).turns, continuation=f" {beginning}")
+
+
 def direct(edits: Sequence[str], question: str) -> Prompt:
     """The plain question under ICE, answered by the next token of a fresh assistant turn."""
     return Prompt(turns=(user(ice(edits, question)),))

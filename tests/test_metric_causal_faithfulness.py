@@ -13,7 +13,7 @@ from recoe_causaldiag.metrics.activation_patching import (
     Patch, decoder_layers, patched_readouts, token_layer_patches, window_layers)
 from recoe_causaldiag.metrics.base import METRICS, Instance
 from recoe_causaldiag.metrics.causal_faithfulness import (
-    VARIANTS, CausalFaithfulness, Counterfactual, caf_scores, counterfactual, layout)
+    POSITIONS, VARIANTS, CausalFaithfulness, Counterfactual, caf_scores, counterfactual, layout)
 from recoe_causaldiag.scoring import ScoringEngine
 
 from cards import card_namespace
@@ -56,6 +56,20 @@ def test_counterfactuals_flip_factcheck_edits_to_the_asked_object(factcheck_pair
     analogy = Instance("Fill in the blank: A is to B like C is to ___. (A) D (B) E. Answer?", ("A", "B"),
                        ("The capital of B is Z.",), "E.")
     assert counterfactual(analogy) is None
+
+
+def test_patched_positions_are_the_paper_input_span_or_the_changed_and_question_tokens(default_lm, factcheck_pairs):
+    instance = Instance.from_pair(factcheck_pairs[0], factcheck_pairs[0].explanation_faithful)
+    engine = ScoringEngine(default_lm, progress=False)
+    cf = counterfactual(instance)
+    paper, cheap = (layout(engine, instance, 1, cf, positions) for positions in POSITIONS)
+    differing = [i for i, (a, b) in enumerate(zip(paper.clean, paper.corrupted)) if a != b]
+    assert paper.positions == tuple(range(differing[0], paper.label_position + 1))
+    assert set(differing) < set(cheap.positions) < set(paper.positions)
+    question = default_lm.tokenizer.decode([paper.clean[p] for p in cheap.positions if p not in differing])
+    assert question.strip() == instance.question
+    with pytest.raises(ValueError, match="positions"):
+        CausalFaithfulness(positions="all")
 
 
 def last(logits):

@@ -9,9 +9,11 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from recoe_causaldiag.metrics.base import Instance
-from recoe_causaldiag.metrics.cc_shap import CCShap, CoalitionForward, attributions, cc_shap_score, variant_layout
+from recoe_causaldiag.metrics.cc_shap import (CCShap, CoalitionForward, attributions, cc_shap_score, cot_layouts,
+                                              post_hoc_layout)
+from recoe_causaldiag import prompts
 from recoe_causaldiag.models import LanguageModel
-from recoe_causaldiag.scoring import ScoringEngine
+from recoe_causaldiag.scoring import LabelRequest, ScoringEngine
 
 from cards import card_namespace
 
@@ -54,20 +56,38 @@ def test_score_is_nan_when_undefined(prediction, explanation):
 
 def test_layout_splits_template_edits_question_and_explanation(tiny_engine, instance):
     decode = tiny_engine.lm.tokenizer.decode
-    post_hoc, cot = (variant_layout(tiny_engine, instance, v, 1) for v in ("post_hoc", "cot"))
-    for lay in (post_hoc, cot):
+    post_hoc = post_hoc_layout(tiny_engine, instance, 1)
+    direct, cot = cot_layouts(tiny_engine, instance)
+    for lay in (post_hoc, direct, cot):
         assert decode(lay.question).strip() == instance.question
         assert all(f"New Fact: {fact}\n" in decode(lay.head) for fact in instance.edits)
+    for lay in (post_hoc, cot):
         assert decode(lay.explanation_ids).strip() == instance.explanation
         sequence = lay.question + lay.tail
         assert [sequence[r + 1] for r in lay.explanation_rows] == list(lay.explanation_ids)
     assert decode([(post_hoc.question + post_hoc.tail)[post_hoc.label_row + 1]]) == "No"  # the answer it holds
     assert post_hoc.label_ids == tuple(tiny_engine.lm.encode(label, continuation=True)[0] for label in ("Yes", "No"))
     assert cot.label_row == len(cot.question + cot.tail) - 1 and decode(cot.tail).endswith("The best answer is:")
+    # the CoT variant's prediction side is the direct prompt: ŷ after the question, no explanation
+    assert direct.explanation_ids == () and direct.label_row == len(direct.question + direct.tail) - 1
+    assert "step by step" not in decode(direct.tail) and len(direct.question) == len(cot.question)
+
+
+def test_cot_variant_attributes_the_direct_prediction_and_the_cot_explanation(tiny_engine, instance):
+    answer = int(np.argmax(tiny_engine.label_probs([LabelRequest(prompts.direct(instance.edits, instance.question),
+                                                                  instance.choices)])[0]))
+    baseline = tiny_engine.lm.encode("...", continuation=True)[0]
+    direct, cot = cot_layouts(tiny_engine, instance)
+    prediction = attributions(tiny_engine, direct, answer, baseline_id=baseline, n_samples=2, seed=3)[0]
+    explanation = attributions(tiny_engine, cot, answer, baseline_id=baseline, n_samples=2, seed=3)[1:]
+    scores = CCShap(n_samples=2, seed=3, select=["cot"]).score_instances([instance], tiny_engine)
+    assert scores["cot"][0] == pytest.approx(cc_shap_score(prediction, explanation))
+    after_cot = attributions(tiny_engine, cot, answer, baseline_id=baseline, n_samples=2, seed=3)[0]
+    assert cc_shap_score(after_cot, explanation) != pytest.approx(scores["cot"][0])
 
 
 def test_edits_and_template_are_never_perturbed(tiny_engine, instance, monkeypatch):
-    lay = variant_layout(tiny_engine, instance, "post_hoc", 0)
+    lay = post_hoc_layout(tiny_engine, instance, 0)
     seen = []
     original = tiny_engine.continuation_logits
 
@@ -88,7 +108,7 @@ def test_edits_and_template_are_never_perturbed(tiny_engine, instance, monkeypat
 
 
 def test_shapley_values_are_efficient_and_seeded(tiny_engine, instance):
-    lay = variant_layout(tiny_engine, instance, "post_hoc", 0)
+    lay = post_hoc_layout(tiny_engine, instance, 0)
     baseline = tiny_engine.lm.encode("...", continuation=True)[0]
     values = attributions(tiny_engine, lay, 1, baseline_id=baseline, n_samples=4, seed=7)
     assert values.shape == (1 + len(lay.explanation_ids), len(lay.question))

@@ -6,13 +6,15 @@ from recoe_causaldiag.evaluate_bridge import MODEL_INPUTS_DESCRIPTION, compute_m
 from recoe_causaldiag.models import DEFAULT_MODEL
 
 _DESCRIPTION = """Causal Faithfulness (Yeo et al., 2024): activation patching with symmetric token replacement gives
-the causal effect of every (question token, layer) hidden state on the model's answer (C_a) and on its post-hoc
+the causal effect of every (input token, layer) hidden state on the model's answer (C_a) and on its post-hoc
 explanation (C_e); the score is 1 − cosine distance(C_e, C_a). Variants caf, caf_m (10-layer windows), caf_t
 (token level), caf_l (layer level)."""
 
 _OPTIONS_DESCRIPTION = """
     layers (list[int], optional): the decoder layers to patch. Default: all (the paper's setting).
     window (int, optional): layers patched together for caf_m. Default: 10.
+    positions (str, optional): "input" (every input position from the first replaced token on, the paper's) or
+        "changed_and_question" (fewer patches). Default: "input".
     require_flip (bool, optional): score only inputs whose counterfactual changes the model's answer (the
         paper's condition; others are NaN). Default: True.
 """
@@ -31,6 +33,7 @@ class CausalFaithfulness(evaluate.Metric):
                                    features=model_input_features())
 
     def _compute(self, question, choices, edits, explanations, model=DEFAULT_MODEL, variant=None, layers=None,
-                 window=10, require_flip=True):
+                 window=10, require_flip=True, positions="input"):
         return compute_model_metric("causal_faithfulness", question, choices, edits, explanations, model=model,
-                                    variant=variant, layers=layers, window=window, require_flip=require_flip)
+                                    variant=variant, layers=layers, window=window, require_flip=require_flip,
+                                    positions=positions)

@@ -16,7 +16,7 @@ from ..scoring import ScoringEngine
 from .base import Instance, Metric, register_metric
 from .helper_lm import HelperCorruption
 
-ANTONYM = HelperCorruption(kind="adding_mistakes", name="antonym", invert=False)
+ANTONYM = HelperCorruption(kind="adding_mistakes", name="antonym")
 
 
 @register_metric

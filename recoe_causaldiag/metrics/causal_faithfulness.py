@@ -12,10 +12,10 @@ prompt with the counterfactual edits/question. Patching the clean residual strea
   prefix of the post-hoc prompt, so one forward reads both);
 - C_e[t, l] = mean over explanation tokens j of p_patched(e_j) − p_*(e_j) (eq. 2).
 
-Patched positions: the tokens that differ between clean and counterfactual plus the question's tokens. The
-paper patches every input position from the first replaced one on; to keep CPU runs tractable, the template
-and edit tokens between them and the positions after the question (the prompt's closing tokens) are not
-patched, so the matrices are a sub-matrix of the paper's. Layers: all decoder layers by default.
+Patched positions (`positions`): by default as in the paper (§3.1: positions before the first replaced token
+cannot matter under causal attention), every input position from the first replaced token to the end of the
+direct prompt, where ŷ is read ("input"); or, to cut CPU time, only the replaced tokens and the question's
+("changed_and_question", a sub-matrix of the paper's). Layers: all decoder layers by default.
 
 Variants: `caf` = 1 − cosine distance(C_e, C_a) over the flattened matrices (eq. 3); `caf_m` the same with
 each layer represented by a window of 10 layers patched together; `caf_t` on the token vectors (layers summed);
@@ -44,6 +44,7 @@ from .activation_patching import Patch, Readout, decoder_layers, patched_readout
 from .base import Instance, Metric, register_metric
 
 VARIANTS = ("caf", "caf_m", "caf_t", "caf_l")
+POSITIONS = ("input", "changed_and_question")
 WINDOW = 10
 ZERO_NORM = 1e-6
 
@@ -126,8 +127,10 @@ def question_positions(engine: ScoringEngine, prompt: prompts.Prompt, question: 
     return [i for i, (a, b) in enumerate(encoded["offset_mapping"]) if a < end and b > end - len(question) and b > a]
 
 
-def layout(engine: ScoringEngine, instance: Instance, label_index: int, cf: Counterfactual) -> Layout | None:
-    """The instance's layout, or None when the counterfactual prompts differ in token length."""
+def layout(engine: ScoringEngine, instance: Instance, label_index: int, cf: Counterfactual,
+           positions: str = "input") -> Layout | None:
+    """The instance's layout with the `positions` patched (module docstring), or None when the counterfactual
+    prompts differ in token length."""
     label = instance.choices[label_index]
     direct = engine.encode(prompts.direct(instance.edits, instance.question))
     cf_direct = engine.encode(prompts.direct(cf.edits, cf.question))
@@ -140,8 +143,11 @@ def layout(engine: ScoringEngine, instance: Instance, label_index: int, cf: Coun
     if clean_ids[: len(direct.prefix)] != direct.prefix:
         raise ValueError(f"the post-hoc prompt does not start with the direct prompt's tokens for {engine.lm.name}")
     differing = [i for i, (a, b) in enumerate(zip(clean_ids, corrupted_ids)) if a != b]
-    asked = question_positions(engine, post, instance.question, clean.prefix)
-    return Layout(clean_ids, corrupted_ids, tuple(sorted(set(differing) | set(asked))),
+    if positions == "input":
+        patched = set(range(differing[0], len(direct.prefix))) if differing else set()
+    else:
+        patched = set(differing) | set(question_positions(engine, post, instance.question, clean.prefix))
+    return Layout(clean_ids, corrupted_ids, tuple(sorted(patched)),
                   engine.lm.label_token_ids(instance.choices, leading_space=direct.leading_space), label_index,
                   len(direct.prefix) - 1, clean.continuation)
 
@@ -178,8 +184,8 @@ def caf_scores(answer: np.ndarray, explanation: np.ndarray, answer_m: np.ndarray
             "caf_l": cosine_similarity(answer.sum(axis=0), explanation.sum(axis=0))}
 
 
-def prepare(engine: ScoringEngine, instance: Instance, label_index: int, *, require_flip: bool = True
-            ) -> tuple[str, Layout | None]:
+def prepare(engine: ScoringEngine, instance: Instance, label_index: int, *, require_flip: bool = True,
+            positions: str = "input") -> tuple[str, Layout | None]:
     """The instance's layout with its status, or the reason it cannot be scored. With `require_flip` the
     counterfactual must change the model's answer (y_C ≠ y, paper 002 §3.1); without it, the answer's effects
     may be noise where the model ignores the replacement."""
@@ -193,7 +199,7 @@ def prepare(engine: ScoringEngine, instance: Instance, label_index: int, *, requ
                                          desc="counterfactual answer")
         if int(np.argmax(cf_probs)) == label_index:
             return "answer not flipped", None
-    lay = layout(engine, instance, label_index, cf)
+    lay = layout(engine, instance, label_index, cf, positions)
     return ("ok", lay) if lay is not None else ("token length differs", None)
 
 
@@ -215,7 +221,8 @@ class Coverage:
 class CausalFaithfulness(Metric):
     """Agreement of the activation-patching effects on the answer and on the explanation.
 
-    `layers`: the decoder layers patched (default all); `window`: layers patched together for `caf_m`;
+    `layers`: the decoder layers patched (default all); `positions`: the token positions patched, "input" (the
+    paper's) or "changed_and_question" (module docstring); `window`: layers patched together for `caf_m`;
     `batch_size`: patched copies per forward; `require_flip`: score only counterfactuals that change the model's
     answer (the paper's condition; off, every designed counterfactual is patched). After scoring, `coverage`
     holds each instance's status."""
@@ -225,8 +232,11 @@ class CausalFaithfulness(Metric):
     description = "1 − cosine distance between activation-patching effect matrices of the answer and the explanation"
 
     def __init__(self, layers: Sequence[int] | None = None, window: int = WINDOW, batch_size: int = 32,
-                 require_flip: bool = True) -> None:
+                 require_flip: bool = True, positions: str = "input") -> None:
+        if positions not in POSITIONS:
+            raise ValueError(f"positions must be one of {list(POSITIONS)}, got {positions!r}")
         self.layers = tuple(layers) if layers is not None else None
+        self.positions = positions
         self.window, self.batch_size, self.require_flip = window, batch_size, require_flip
         self.coverage = Coverage((), ())
 
@@ -254,7 +264,8 @@ class CausalFaithfulness(Metric):
         status, total = [], []
         for k, instance in enumerate(tqdm(instances, desc=self.name, disable=not engine.progress)):
             label_index = int(np.argmax(probs[k]))
-            reason, lay = prepare(engine, instance, label_index, require_flip=self.require_flip)
+            reason, lay = prepare(engine, instance, label_index, require_flip=self.require_flip,
+                                  positions=self.positions)
             status.append(reason)
             if lay is None:
                 total.append(float("nan"))

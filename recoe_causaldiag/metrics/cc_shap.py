@@ -17,9 +17,13 @@ its L1 norm over the question tokens, the explanation's vectors are averaged ove
 CC-SHAP = 1 − cosine distance of the two profiles, in [−1, 1]. (The original's ×100 does not change a cosine;
 its SHAP outputs were full-vocabulary log-odds, here the label log-odds and token log-probabilities.)
 
-Variants: `post_hoc` (Fig. 13: question → the model's direct answer ŷ → "Why?" → "Because {explanation}"; p(ŷ)
-is read where the answer stands) and `cot` (Fig. 12: the explanation is the CoT, ŷ is read after "The best
-answer is:"). NaN when undefined: no question or explanation tokens, or an all-zero attribution vector.
+The prediction ŷ is the model's direct answer (the plain question under ICE) in both variants, as in the original
+and the authors' code: `post_hoc` (Fig. 13: question → ŷ → "Why?" → "Because {explanation}"; p(ŷ) is read where
+the answer stands, one forward per coalition for both sides) and `cot` (the prediction side is the direct prompt,
+the explanation side the CoT prompt of Fig. 12 with the explanation teacher-forced; two attributions with the same
+seeded permutations, the question tokens aligned by position: the two prompts tokenise the question alike except
+for the first token's leading space). NaN when undefined: no question or explanation tokens, a question split into
+different numbers of tokens by the two prompts, or an all-zero attribution vector.
 """
 
 from __future__ import annotations
@@ -158,22 +162,21 @@ def cc_shap_score(prediction: np.ndarray, explanation: np.ndarray) -> float:
     return float(1.0 - distance.cosine(prediction / np.abs(prediction).sum(), profile))
 
 
-def answer_prompt(instance: Instance, variant: str) -> prompts.Prompt:
-    """The prompt whose next label token is the prediction ŷ: the direct question (post-hoc) or the CoT."""
-    if variant == "cot":
-        return prompts.cot(instance.edits, instance.question, instance.explanation)
-    return prompts.direct(instance.edits, instance.question)
-
-
-def variant_layout(engine: ScoringEngine, instance: Instance, variant: str, answer: int) -> Layout:
-    """The CoT prompt (Fig. 12) or the CC-SHAP post-hoc prompt holding the answer (Fig. 13), split for attribution."""
-    if variant == "cot":
-        return layout(engine, answer_prompt(instance, variant), instance.question, instance.explanation,
-                      instance.choices)
+def post_hoc_layout(engine: ScoringEngine, instance: Instance, answer: int) -> Layout:
+    """The CC-SHAP post-hoc prompt holding the answer (Fig. 13), split for attribution; ŷ is read where the answer
+    stands, after the direct prompt it repeats."""
     prompt = prompts.post_hoc(instance.edits, instance.question, instance.choices[answer], instance.explanation,
                               request=prompts.CC_SHAP_POSTHOC_REQUEST)
     return layout(engine, prompt, instance.question, instance.explanation, instance.choices,
-                  engine.encode(answer_prompt(instance, variant)))
+                  engine.encode(prompts.direct(instance.edits, instance.question)))
+
+
+def cot_layouts(engine: ScoringEngine, instance: Instance) -> tuple[Layout, Layout]:
+    """The direct prompt (for ŷ) and the CoT prompt (Fig. 12, for the explanation), each split for attribution."""
+    return (layout(engine, prompts.direct(instance.edits, instance.question), instance.question, "",
+                   instance.choices),
+            layout(engine, prompts.cot(instance.edits, instance.question, instance.explanation), instance.question,
+                   instance.explanation, instance.choices))
 
 
 @register_metric
@@ -203,18 +206,31 @@ class CCShap(Metric):
         baseline = engine.lm.encode(self.baseline, continuation=True)
         if len(baseline) != 1:
             raise ValueError(f"baseline {self.baseline!r} is {len(baseline)} tokens for {engine.lm.name} (needs one)")
+        probs = engine.label_probs([LabelRequest(prompts.direct(i.edits, i.question), i.choices) for i in instances],
+                                   desc=self.name)
         scores = {v: np.full(len(instances), np.nan) for v in self.variants}
         bar = tqdm(total=len(instances) * len(self.variants), desc=self.name, unit="attribution",
                    disable=not engine.progress)
         for variant in self.variants:
-            probs = engine.label_probs([LabelRequest(answer_prompt(i, variant), i.choices) for i in instances],
-                                       desc=self.name)
             for k, (instance, p) in enumerate(zip(instances, probs)):
-                lay = variant_layout(engine, instance, variant, int(np.argmax(p)))
-                if lay.question and lay.explanation_ids:
-                    values = attributions(engine, lay, int(np.argmax(p)), baseline_id=baseline[0],
-                                          n_samples=self.n_samples, seed=self.seed)
-                    scores[variant][k] = cc_shap_score(values[0], values[1:])
+                scores[variant][k] = self._score(engine, instance, variant, int(np.argmax(p)), baseline[0])
                 bar.update()
         bar.close()
         return scores
+
+    def _score(self, engine: ScoringEngine, instance: Instance, variant: str, answer: int, baseline_id: int) -> float:
+        """One instance's CC-SHAP; NaN without question or explanation tokens, or when the CoT prompt splits the
+        question into a different number of tokens than the direct prompt (its features would not align)."""
+        def values(lay: Layout) -> np.ndarray:
+            return attributions(engine, lay, answer, baseline_id=baseline_id, n_samples=self.n_samples, seed=self.seed)
+
+        if variant == "post_hoc":
+            lay = post_hoc_layout(engine, instance, answer)
+            if not (lay.question and lay.explanation_ids):
+                return float("nan")
+            both = values(lay)
+            return cc_shap_score(both[0], both[1:])
+        predicted, explained = cot_layouts(engine, instance)
+        if not (predicted.question and explained.explanation_ids) or len(predicted.question) != len(explained.question):
+            return float("nan")
+        return cc_shap_score(values(predicted)[0], values(explained)[1:])

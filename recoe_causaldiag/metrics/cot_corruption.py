@@ -7,7 +7,7 @@ binary: 1 if the predicted label changed (unchanged, when inverted), else 0.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,21 +34,28 @@ def corruption_scores(instances: Sequence[Instance], engine: ScoringEngine, corr
                       invert: bool = False, desc: str = "corruptions") -> dict[str, np.ndarray]:
     """Continuous and binary scores of every corruption for every instance; NaN for a blank explanation, which
     has nothing to corrupt."""
+    corrupted = {c.name: [c.apply(i.explanation) for i in instances] for c in corruptions}
+    return rewrite_scores(instances, engine, corrupted, invert=invert, desc=desc)
+
+
+def rewrite_scores(instances: Sequence[Instance], engine: ScoringEngine, rewrites: Mapping[str, Sequence[str]], *,
+                   invert: bool = False, desc: str = "corruptions") -> dict[str, np.ndarray]:
+    """`corruption_scores` for explanations already rewritten: name → one rewritten explanation per instance."""
     n = len(instances)
     blank = np.array([not i.explanation.strip() for i in instances], dtype=bool)
     requests = [label_request(i, i.explanation) for i in instances]
-    requests += [label_request(i, c.apply(i.explanation)) for c in corruptions for i in instances]
+    requests += [label_request(i, text) for texts in rewrites.values() for i, text in zip(instances, texts, strict=True)]
     probs = engine.label_probs(requests, desc=desc)
     original = np.stack(probs[:n])
     top = original.argmax(axis=1)
     z = original[np.arange(n), top]
     scores = {}
-    for k, corruption in enumerate(corruptions):
+    for k, name in enumerate(rewrites):
         corrupted = np.stack(probs[n * (k + 1) : n * (k + 2)])
         z_prime = corrupted[np.arange(n), top]
         changed = (corrupted.argmax(axis=1) != top).astype(float)
-        scores[f"{corruption.name}-continuous"] = np.where(blank, np.nan, 1.0 - (z - z_prime) if invert else z - z_prime)
-        scores[f"{corruption.name}-binary"] = np.where(blank, np.nan, 1.0 - changed if invert else changed)
+        scores[f"{name}-continuous"] = np.where(blank, np.nan, 1.0 - (z - z_prime) if invert else z - z_prime)
+        scores[f"{name}-binary"] = np.where(blank, np.nan, 1.0 - changed if invert else changed)
     return scores
 
 

@@ -122,20 +122,20 @@ def clean_rewrite(output: HelperOutput, explanation: str) -> str | None:
     return text if words(text) and words(text) != words(explanation) else None
 
 
-def generate_rewrites(texts: Sequence[str], kind: str, helper: ScoringEngine) -> list[HelperOutput]:
-    """Raw helper outputs, batched by similar token budget; each is cut to its own budget.
+def generate_within_budgets(engine: ScoringEngine, prompt_list: Sequence[prompts.Prompt], budgets: Sequence[int],
+                            desc: str) -> list[HelperOutput]:
+    """Greedy outputs, batched by similar token budget; each is cut to its own budget.
 
     An output ran out of tokens if it re-encodes to within `RAN_OUT_SLACK` tokens of its budget: the engine
     returns decoded, stripped text, so the count of generated tokens is only known approximately (and a
     complete rewrite is about as long as the explanation, far below twice its length plus 16)."""
-    lm, build = helper.lm, HELPER_PROMPTS[kind]
-    budgets = [token_budget(lm, text) for text in texts]
-    order = sorted(range(len(texts)), key=budgets.__getitem__)
-    outputs: list[HelperOutput] = [HelperOutput("", False)] * len(texts)
-    bar = tqdm(total=len(texts), desc=f"helper {kind}", unit="text", disable=not helper.progress, leave=False)
-    for start in range(0, len(order), helper.batch_size):
-        batch = order[start : start + helper.batch_size]
-        raw = helper.generate([build(texts[i]) for i in batch], max_new_tokens=max(budgets[i] for i in batch))
+    lm = engine.lm
+    order = sorted(range(len(prompt_list)), key=budgets.__getitem__)
+    outputs: list[HelperOutput] = [HelperOutput("", False)] * len(prompt_list)
+    bar = tqdm(total=len(prompt_list), desc=desc, unit="text", disable=not engine.progress, leave=False)
+    for start in range(0, len(order), engine.batch_size):
+        batch = order[start : start + engine.batch_size]
+        raw = engine.generate([prompt_list[i] for i in batch], max_new_tokens=max(budgets[i] for i in batch))
         for index, text in zip(batch, raw):
             ids, budget = lm.encode(text, continuation=True), budgets[index]
             kept = lm.tokenizer.decode(ids[:budget], skip_special_tokens=True).strip() if len(ids) > budget else text
@@ -143,6 +143,13 @@ def generate_rewrites(texts: Sequence[str], kind: str, helper: ScoringEngine) ->
         bar.update(len(batch))
     bar.close()
     return outputs
+
+
+def generate_rewrites(texts: Sequence[str], kind: str, helper: ScoringEngine) -> list[HelperOutput]:
+    """Raw helper outputs for `texts` under the `kind` prompt, each within its `token_budget`."""
+    build = HELPER_PROMPTS[kind]
+    return generate_within_budgets(helper, [build(text) for text in texts],
+                                   [token_budget(helper.lm, text) for text in texts], desc=f"helper {kind}")
 
 
 def rewrite(explanations: Sequence[str], kind: str, helper: ScoringEngine,
@@ -163,11 +170,10 @@ def rewrite(explanations: Sequence[str], kind: str, helper: ScoringEngine,
 
 @dataclass(frozen=True)
 class HelperCorruption:
-    """A CoT corruption done by a helper LM: its prompt kind, variant prefix, and whether change = unfaithful."""
+    """A CoT corruption done by a helper LM over the whole explanation: its prompt kind and variant prefix."""
 
     kind: str
     name: str
-    invert: bool
 
     @property
     def variants(self) -> tuple[str, ...]:
@@ -179,6 +185,6 @@ class HelperCorruption:
         helper_lm = engine_of(helper, engine)
         rewrites = rewrite([i.explanation for i in instances], self.kind, helper_lm)
         corruption = Corruption(self.name, lambda explanation: rewrites[explanation] or explanation)
-        scores = corruption_scores(instances, engine, [corruption], invert=self.invert, desc=desc)
+        scores = corruption_scores(instances, engine, [corruption], desc=desc)
         failed = np.array([rewrites[i.explanation] is None for i in instances], bool)
         return {variant: np.where(failed, np.nan, values) for variant, values in scores.items()}
