@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -21,19 +20,16 @@ from recoe_causaldiag.tasks import TASKS
 ABOUT = (Path(__file__).parent / "about.md").read_text(encoding="utf-8")
 
 
-def submitter_of(request: gr.Request | None) -> str:
-    """The logged-in Hub user, else a pseudonym of the client address (what the rate limit and the queue filter use;
-    the address itself is never stored or shown)."""
-    if request is None:
-        return ""
-    if getattr(request, "username", None):
-        return str(request.username)
-    if not request.client:
-        return ""
-    return "anonymous-" + hashlib.sha256(request.client.host.encode()).hexdigest()[:10]
-
-
 def build(leaderboard: Leaderboard) -> gr.Blocks:
+    def submitter_of(request: gr.Request | None) -> str:
+        """The logged-in Hub user, else a keyed pseudonym of the client address (what the rate limit and the queue
+        filter use; the address itself is never stored or shown)."""
+        if request is None:
+            return ""
+        if getattr(request, "username", None):
+            return str(request.username)
+        return leaderboard.pseudonym(request.client.host) if request.client else ""
+
     def show_board(search: str, task: str) -> tuple[pd.DataFrame, object]:
         board = leaderboard.board()
         table = pd.DataFrame(board_table(board, search, task), columns=board_headers(board))

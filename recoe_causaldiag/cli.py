@@ -86,6 +86,11 @@ def _worker(args: argparse.Namespace) -> int:
     from .leaderboard.settings import LeaderboardSettings
     from .leaderboard.worker import Worker
 
+    from sqlalchemy.engine import make_url
+
+    if make_url(args.db).password:
+        raise UsageError("--db must not hold a password: every process can read a command line (/proc/<pid>/cmdline); "
+                         "give it in PGPASSWORD, ~/.pgpass or $CAUSALDIAG_LEADERBOARD_DB")
     settings = dataclasses.replace(LeaderboardSettings.from_env(), db_url=args.db)
     worker = Worker(JobQueue.open(settings.db_url), settings)
     print(f"worker {worker.name} polling {settings.db_url.split('@')[-1]}", file=sys.stderr)
@@ -97,6 +102,17 @@ def _worker(args: argparse.Namespace) -> int:
         worker.run_forever(threading.Event(), poll_s=args.poll)
     except KeyboardInterrupt:
         pass
+    return 0
+
+
+def _space_bundle(args: argparse.Namespace) -> int:
+    from .leaderboard.space_bundle import bundle_space
+
+    repo = Path(args.repo)
+    if not (repo / "leaderboard_space" / "app.py").is_file() or not (repo / "pyproject.toml").is_file():
+        raise UsageError(f"{repo.resolve()} is not a causal-diagnosticity checkout (--repo)")
+    requirements = bundle_space(repo, Path(args.out))
+    print(f"standalone Space in {requirements.parent}: push that folder to a Hub Space repository")
     return 0
 
 
@@ -209,6 +225,11 @@ def parser() -> argparse.ArgumentParser:
     export.add_argument("--dry-run", action="store_true", help="print the repo id and files with sizes only")
     export.set_defaults(func=_export_results)
 
+    bundle = sub.add_parser("space-bundle", help="write a standalone copy of the leaderboard Space for the Hub")
+    bundle.add_argument("--out", required=True, help="an empty or missing folder")
+    bundle.add_argument("--repo", default=".", help="the repository checkout (default: the current folder)")
+    bundle.set_defaults(func=_space_bundle)
+
     recoe = sub.add_parser("recoe-eval", help="ReCoE knowledge-editing evaluation: correct_flip per scheme")
     recoe.add_argument("--model", default=DEFAULT_MODEL, help="packaged model name, local folder or hub id")
     recoe.add_argument("--editor", default="ice")
@@ -240,7 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UnknownNameError, UsageError) as err:
         print(f"causaldiag: error: {err}", file=sys.stderr)
         return 2
-    except (SourceError, RecordError, LabelTokenError, PublishError, ValueError, FileNotFoundError) as err:
+    except (SourceError, RecordError, LabelTokenError, PublishError, ValueError, FileNotFoundError,
+            FileExistsError) as err:
         print(f"causaldiag: error: {err}", file=sys.stderr)
         return 1
 

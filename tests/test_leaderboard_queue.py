@@ -15,8 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from recoe_causaldiag.leaderboard.queue import FAILED, FINISHED, PENDING, RUNNING, JobQueue, JobRequest
-from recoe_causaldiag.leaderboard.metric_sandbox import MetricRunError, score_submitted_metric
+from recoe_causaldiag.leaderboard.queue import FAILED, FINISHED, PENDING, RUNNING, JobQueue, JobRequest, RateLimited
+from recoe_causaldiag.leaderboard import landlock
+from recoe_causaldiag.leaderboard.metric_sandbox import PACKAGE_DIR, Confinement, MetricRunError, score_submitted_metric
 from recoe_causaldiag.leaderboard.queue import AWAITING_APPROVAL, METRIC_JOB, MODEL_JOB
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 from recoe_causaldiag.leaderboard.worker import TaskOutcome, Worker
@@ -125,6 +126,26 @@ def test_concurrent_duplicates_from_threads_make_exactly_one_job(db_url):
     assert len(queue.jobs()) == 1
 
 
+def test_concurrent_submissions_of_one_submitter_never_pass_the_rate_limit(db_url):
+    queue = JobQueue.open(db_url)
+
+    def submit(i: int):
+        request = JobRequest(**{**REQUEST.__dict__, "tasks": (f"task{i}",)})
+        try:
+            return queue.submit(request, "alice", pair_cap=None, hourly_limit=3)
+        except RateLimited as err:
+            return err
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(submit, range(12)))
+    assert sum(isinstance(a, RateLimited) for a in answers) == 9 and len(queue.jobs("alice")) == 3
+    assert "3 submissions per hour" in str(next(a for a in answers if isinstance(a, RateLimited)))
+    bob = queue.submit(REQUEST, "bob", pair_cap=None, hourly_limit=3)
+    assert bob.job.submitter == "bob", "limits are per submitter"
+    first = queue.jobs("alice")[-1]
+    assert queue.submit(first.request, "alice", pair_cap=None, hourly_limit=3).duplicate, "duplicates pass the limit"
+
+
 def _submit_from_process(url: str, barrier, results) -> None:
     queue = JobQueue.open(url)
     barrier.wait()
@@ -229,7 +250,9 @@ SUBMITTED_METRIC = textwrap.dedent('''
 
         def _compute(self, question, choices, edits, explanations, model=None):
             if os.environ.get("PROBE_GRANDCHILD"):
-                subprocess.Popen(["sh", "-c", "sleep 4; touch " + os.environ["PROBE_GRANDCHILD"]])
+                delay = os.environ.get("PROBE_GRANDCHILD_DELAY", "4")
+                subprocess.Popen(["sh", "-c", f"sleep {delay}; touch " + os.environ["PROBE_GRANDCHILD"]],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(float(os.environ.get("PROBE_SLEEP", "0")))
             leaked = any(k in os.environ for k in ("CAUSALDIAG_LEADERBOARD_DB", "CAUSALDIAG_ADMIN_TOKEN",
                                                    "PGPASSWORD"))
@@ -262,10 +285,55 @@ def test_submitted_metric_runs_isolated_without_credentials_and_with_a_time_limi
     monkeypatch.setenv("PROBE_SLEEP", "30")
     marker = tmp_path / "grandchild-outlived-the-limit"
     monkeypatch.setenv("PROBE_GRANDCHILD", str(marker))
+    for_run = Confinement.for_run  # the grandchild may write the marker, so only the kill can stop it
+    monkeypatch.setattr(Confinement, "for_run", classmethod(
+        lambda cls, scratch, model, protected: cls(for_run(scratch, model, ()).read_only,
+                                                   (str(scratch), "/dev", str(tmp_path)))))
     with pytest.raises(MetricRunError, match="time limit of 3 s"):
         score_submitted_metric(str(module), "smollm2-135m-instruct", pairs, time_limit_s=3, secrets=())
     time.sleep(3)
     assert not marker.exists(), "the time limit must kill the metric's whole process group"
+    monkeypatch.setenv("PROBE_SLEEP", "0")
+    monkeypatch.setenv("PROBE_GRANDCHILD_DELAY", "10")  # detached from the pipes: it outlives a metric that returns
+    score_submitted_metric(str(module), "smollm2-135m-instruct", pairs[:1], time_limit_s=120, secrets=())
+    time.sleep(12)
+    assert not marker.exists(), "a metric that returns leaves no process behind"
+
+
+@pytest.mark.skipif(landlock.abi_version() < 1, reason="needs a kernel with Landlock")
+def test_submitted_metric_as_the_apps_own_user_cannot_open_the_queue_or_the_apps_proc_entries(
+        tmp_path, monkeypatch, factcheck_pairs):
+    """The default deployment (no sandbox user): Landlock keeps the child from the queue's SQLite file and the
+    worker's /proc/<pid>/environ, even when the app runs as root, and the metric still scores."""
+    module = tmp_path / "probe"
+    module.mkdir()
+    (module / "probe.py").write_text(SUBMITTED_METRIC)
+    queue_file = tmp_path / "queue.sqlite"
+    queue_file.write_text("the queue")
+    monkeypatch.setenv("PROBE_FILE", str(queue_file))
+    settings = LeaderboardSettings(db_url=f"sqlite:///{queue_file}")
+    assert settings.database_files[0] == queue_file and settings.sandbox_user is None
+    scored = score_submitted_metric(str(module), "smollm2-135m-instruct", factcheck_pairs[:2], time_limit_s=120,
+                                    secrets=(), protected=settings.database_files)
+    assert list(scored.faithful) == [float(len(p.explanation_faithful)) for p in factcheck_pairs[:2]]
+    # control: with the queue's folder readable, the probe sees the file and says so
+    for_run = Confinement.for_run
+    monkeypatch.setattr(Confinement, "for_run", classmethod(
+        lambda cls, scratch, model, protected: cls(for_run(scratch, model, ()).read_only + (str(tmp_path),),
+                                                   (str(scratch), "/dev"))))
+    control = score_submitted_metric(str(module), "smollm2-135m-instruct", factcheck_pairs[:1], time_limit_s=120,
+                                     secrets=())
+    assert list(control.faithful) == [-2.0]
+    monkeypatch.setattr(landlock, "abi_version", lambda: 0)
+    with pytest.raises(MetricRunError, match="no Landlock"):
+        score_submitted_metric(str(module), "smollm2-135m-instruct", factcheck_pairs[:1], time_limit_s=120, secrets=())
+
+
+def test_the_sandbox_refuses_to_read_a_folder_that_holds_the_queue(tmp_path):
+    with pytest.raises(MetricRunError, match="move the queue's database"):
+        Confinement.for_run(tmp_path, "smollm2-135m-instruct", [PACKAGE_DIR / "queue.sqlite"])
+    allowed = Confinement.for_run(tmp_path, "smollm2-135m-instruct", [tmp_path.parent / "elsewhere.sqlite"])
+    assert str(tmp_path) in allowed.read_write and str(PACKAGE_DIR) in allowed.read_only
 
 
 def nobody_can_run_python() -> bool:

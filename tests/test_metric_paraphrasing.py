@@ -80,7 +80,8 @@ def test_real_model_paraphrases_and_scores(default_lm, factcheck_pairs, monkeypa
     engine = ScoringEngine(default_lm, progress=False)
     scores = Paraphrasing().score_instances(instances, engine)
     asked, generate = [], engine.generate
-    monkeypatch.setattr(engine, "generate", lambda prompt_list, **k: asked.extend(prompt_list) or generate(prompt_list, **k))
+    monkeypatch.setattr(engine, "generate",
+                        lambda prompt_list, **k: asked.extend(prompt_list) or generate(prompt_list, **k))
     again = Paraphrasing().score_instances(instances, engine)
     assert all(p.turns == prompts.cot_generation(pair.edits, pair.question).turns for p in asked)
     for variant in Paraphrasing().variants:

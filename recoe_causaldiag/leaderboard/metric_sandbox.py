@@ -1,7 +1,13 @@
 """Submitted metrics run here: in a child process of its own process group, with a time limit (the whole group
 is killed), on a copy of the module in a scratch folder, and with an environment stripped of the queue's database
-URL, every token and password. With a sandbox user (the app running as root), the child also runs as that user,
-so it can neither read the app's /proc entries nor open the queue's files.
+URL, every token and password.
+
+The child is confined before it loads the submitted code, by Landlock (`landlock`): it may read the Python
+installation, this package, the model caches and a few system folders, and write only its scratch folder and
+/dev, so it cannot open the queue's SQLite file or anything else of the app's; it cannot read the app's /proc
+entries either (a child running as root first drops every capability). Where the kernel has no Landlock, a
+submitted metric runs only as a separate sandbox user (the app running as root), and is refused otherwise. With a
+sandbox user, the child runs as that user and is confined too where Landlock exists.
 
 Run as ``python -m recoe_causaldiag.leaderboard.metric_sandbox IN.json OUT.json``: IN holds the module source,
 the model and the instances; OUT receives ``{"variant", "scores"}``.
@@ -18,15 +24,18 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from ..paths import cache_root
 from ..records import PairRecord
+from . import landlock
 from .settings import SECRET_ENV_VARS
 
 OUTPUT_TAIL_CHARS = 3000
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
 class MetricRunError(RuntimeError):
@@ -49,7 +58,42 @@ def sandbox_environment(secrets: Sequence[str], scratch: Path) -> dict[str, str]
     kept = {k: v for k, v in os.environ.items()
             if k not in SECRET_ENV_VARS and not k.startswith("PG") and not k.endswith("_TOKEN")
             and "PASSWORD" not in k and "SECRET" not in k and not any(s in v for s in hidden)}
-    return {**kept, "HOME": str(scratch), "HF_HOME": str(scratch / "huggingface"), "XDG_CACHE_HOME": str(scratch)}
+    return {**kept, "HOME": str(scratch), "HF_HOME": str(scratch / "huggingface"), "XDG_CACHE_HOME": str(scratch),
+            "TMPDIR": str(scratch), "MPLCONFIGDIR": str(scratch / "matplotlib")}
+
+
+SYSTEM_READABLE = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/sys", "/proc", "/etc/ssl", "/etc/pki",
+                   "/etc/ca-certificates", "/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/host.conf",
+                   "/etc/gai.conf", "/etc/passwd", "/etc/group", "/etc/localtime", "/etc/ld.so.cache",
+                   "/etc/mime.types")
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """What the metric's process may read and what it may also write (Landlock rules)."""
+
+    read_only: tuple[str, ...]
+    read_write: tuple[str, ...]
+
+    @classmethod
+    def for_run(cls, scratch: Path, model: str, protected: Sequence[Path]) -> Confinement:
+        """The Python installation, this package, the model caches (and the model's folder when it is a local
+        path), system folders; writable: the scratch folder and /dev. Refuses a layout in which one of these
+        folders holds a `protected` path (the queue's database)."""
+        import site
+
+        roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *site.getsitepackages(),
+                 str(PACKAGE_DIR), str(cache_root() / "models"), str(cache_root() / "gguf"),
+                 *SYSTEM_READABLE}
+        if Path(model).expanduser().is_dir():
+            roots.add(str(Path(model).expanduser()))
+        confinement = cls(tuple(sorted(roots)), (str(scratch), "/dev"))
+        for path in protected:
+            for root in confinement.read_only + confinement.read_write:
+                if Path(path).resolve().is_relative_to(Path(root).resolve()):
+                    raise MetricRunError(f"the sandbox must read {root}, which holds {path}: move the queue's "
+                                         "database out of it to run submitted metrics")
+        return confinement
 
 
 def _stage(source: str, scratch: Path) -> str:
@@ -75,22 +119,41 @@ def _run_child(command: list[str], scratch: Path, env: dict[str, str], time_limi
     try:
         stdout, stderr = child.communicate(timeout=time_limit_s)
     except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
+        _kill_group(child.pid)
         child.communicate()
         raise MetricRunError(f"the submitted metric exceeded its time limit of {time_limit_s:g} s") from None
+    _kill_group(child.pid)  # nothing the metric started outlives it
     return subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
 
 
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def score_submitted_metric(source: str, model: str, pairs: Sequence[PairRecord], *, time_limit_s: float,
-                           secrets: Sequence[str], user: str | None = None) -> SubmittedScores:
+                           secrets: Sequence[str], user: str | None = None,
+                           protected: Sequence[Path] = ()) -> SubmittedScores:
     """Score both explanations of every pair with the submitted `evaluate` module in an isolated child process
-    (as `user` when given: needs root)."""
+    (as `user` when given: needs root) that can read none of the `protected` paths."""
+    confined = landlock.abi_version() > 0
+    if not confined and not user:
+        raise MetricRunError("submitted metrics need isolation: this kernel has no Landlock, so set "
+                             "CAUSALDIAG_SANDBOX_USER (with the app running as root) to run them as a separate user")
+    from ..models import PACKAGED_MODELS, packaged_model_dir
+
+    if model in PACKAGED_MODELS:
+        packaged_model_dir(model)  # converted here: the sandbox may only read the model cache
     instances = [{"question": p.question, "choices": list(p.choices), "edits": list(p.edits), "explanation": e}
                  for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)]
     with tempfile.TemporaryDirectory(prefix="causaldiag-metric-") as folder:
         scratch = Path(folder)
         request, answer = scratch / "in.json", scratch / "out.json"
-        request.write_text(json.dumps({"source": _stage(source, scratch), "model": model, "instances": instances}),
+        confinement = Confinement.for_run(scratch, model, protected) if confined else None
+        request.write_text(json.dumps({"source": _stage(source, scratch), "model": model, "instances": instances,
+                                       "confinement": asdict(confinement) if confinement else None}),
                            encoding="utf-8")
         done = _run_child([sys.executable, "-m", __name__, str(request), str(answer)], scratch,
                           sandbox_environment(secrets, scratch), time_limit_s, user)
@@ -118,9 +181,19 @@ def _compute(request: Mapping) -> dict:
     return {"variant": str(output.get("variant", "default")), "scores": scores}
 
 
+def confine_self(confinement: Mapping[str, Sequence[str]]) -> None:
+    """Apply the parent's Landlock rules to this process, after dropping root's capabilities."""
+    if os.geteuid() == 0:
+        landlock.drop_capabilities()
+    landlock.confine(confinement["read_only"], confinement["read_write"])
+
+
 def main(argv: Sequence[str]) -> int:
     request_path, answer_path = argv
-    result = _compute(json.loads(Path(request_path).read_text(encoding="utf-8")))
+    request = json.loads(Path(request_path).read_text(encoding="utf-8"))
+    if request["confinement"] is not None:
+        confine_self(request["confinement"])
+    result = _compute(request)
     Path(answer_path).write_text(json.dumps(result), encoding="utf-8")
     return 0
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import Engine, func, insert, select, update
+from sqlalchemy import Connection, DateTime, Engine, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from .schema import job_tasks, jobs, make_engine, pair_scores
+from .schema import deployment, job_tasks, jobs, make_engine, pair_scores
 
 PENDING, RUNNING, FINISHED, FAILED = "PENDING", "RUNNING", "FINISHED", "FAILED"
 AWAITING_APPROVAL = "AWAITING_APPROVAL"
@@ -87,6 +88,14 @@ class Job:
                    row["heartbeat_at"], row["finished_at"])
 
 
+class RateLimited(Exception):
+    """A submitter already added `limit` jobs in the past hour; `again` (naive UTC) is when one more fits."""
+
+    def __init__(self, limit: int, again: datetime) -> None:
+        super().__init__(f"rate limit: {limit} submissions per hour per submitter; try again after {again:%H:%M} UTC")
+        self.limit, self.again = limit, again
+
+
 @dataclass(frozen=True)
 class Submission:
     """The job that answers a submission; ``duplicate`` when an identical live request already had it."""
@@ -114,26 +123,44 @@ class JobQueue:
         """PostgreSQL claims with SELECT … FOR UPDATE SKIP LOCKED; SQLite serialises writers instead."""
         return self.engine.dialect.name == "postgresql"
 
-    def submit(self, request: JobRequest, submitter: str, *, pair_cap: int | None) -> Submission:
+    def now(self) -> Any:
+        """The time of every queue timestamp: the database server's clock on PostgreSQL, which workers on several
+        machines share; this machine's clock for SQLite, which lives on one machine (naive UTC either way)."""
+        return func.timezone("UTC", func.now(), type_=DateTime) if self.claims_skip_locked else utc_now()
+
+    def submit(self, request: JobRequest, submitter: str, *, pair_cap: int | None,
+               hourly_limit: int | None = None) -> Submission:
         """A job for the request, or the live one an identical request already has (never two). A request that
-        failed before revives its failed job, so the tasks that job stored are kept, not redone."""
+        failed before revives its failed job, so the tasks that job stored are kept, not redone. With
+        `hourly_limit`, a new job is refused (`RateLimited`) when the submitter already added that many in the
+        past hour; the count and the insert are one transaction, serialised per submitter, so concurrent
+        submissions cannot pass the limit together."""
         for _ in range(SUBMIT_RETRIES):
             try:
-                return Submission(self.get(self._insert_or_revive(request, submitter, pair_cap)), duplicate=False)
+                job_id, duplicate = self._insert_or_revive(request, submitter, pair_cap, hourly_limit)
+                return Submission(self.get(job_id), duplicate)
             except IntegrityError:
                 live = self.live_job(request.key)
                 if live is not None:
                     return Submission(live, duplicate=True)
         raise RuntimeError(f"could not submit {request.model}: the same request kept changing state")
 
-    def _insert_or_revive(self, request: JobRequest, submitter: str, pair_cap: int | None) -> int:
-        """The id of a new PENDING (or AWAITING_APPROVAL) job for the request, or of its revived failed job;
-        IntegrityError when an identical request holds a live job."""
+    def _insert_or_revive(self, request: JobRequest, submitter: str, pair_cap: int | None,
+                          hourly_limit: int | None) -> tuple[int, bool]:
+        """(id, duplicate): the live job of an identical request, else a new PENDING (or AWAITING_APPROVAL) job
+        or the request's revived failed job; IntegrityError when an identical request took the key meanwhile."""
         status = AWAITING_APPROVAL if request.kind == METRIC_JOB else PENDING
-        fresh = {"submitter": submitter, "pair_cap": pair_cap, "active_key": request.key, "status": status,
-                 "reason": "", "log_tail": "", "worker": None, "attempts": 0, "created_at": utc_now(),
-                 "started_at": None, "heartbeat_at": None, "finished_at": None}
-        with self.engine.begin() as conn:
+        with self.engine.begin() as conn:  # SQLite: BEGIN IMMEDIATE already serialises every writer
+            if self.claims_skip_locked:
+                conn.execute(select(func.pg_advisory_xact_lock(func.hashtext(submitter))))
+            live = conn.execute(select(jobs.c.id).where(jobs.c.active_key == request.key)).scalar()
+            if live is not None:
+                return live, True
+            if hourly_limit is not None:
+                self._check_rate(conn, submitter, hourly_limit)
+            fresh = {"submitter": submitter, "pair_cap": pair_cap, "active_key": request.key, "status": status,
+                     "reason": "", "log_tail": "", "worker": None, "attempts": 0, "created_at": self.now(),
+                     "started_at": None, "heartbeat_at": None, "finished_at": None}
             failed = conn.execute(select(jobs.c.id).where(jobs.c.request_key == request.key, jobs.c.status == FAILED)
                                   .order_by(jobs.c.id.desc()).limit(1)).scalar()
             if failed is None:
@@ -141,11 +168,18 @@ class JobQueue:
                     kind=request.kind, model=request.model, revision=request.revision, precision=request.precision,
                     editor=request.editor, explanations=request.explanations, tasks=",".join(request.tasks),
                     metrics=",".join(request.metrics), metric_source=request.metric_source,
-                    request_key=request.key, **fresh)).inserted_primary_key[0]
+                    request_key=request.key, **fresh)).inserted_primary_key[0], False
             revived = conn.execute(update(jobs).where(jobs.c.id == failed, jobs.c.status == FAILED).values(**fresh))
             if revived.rowcount != 1:  # an identical submission revived it a moment ago
                 raise IntegrityError("revive", {}, Exception("the failed job was revived concurrently"))
-            return failed
+            return failed, False
+
+    def _check_rate(self, conn: Connection, submitter: str, hourly_limit: int) -> None:
+        recent = list(conn.execute(select(jobs.c.created_at).where(
+            jobs.c.submitter == submitter, jobs.c.created_at >= self.now() - timedelta(hours=1))
+            .order_by(jobs.c.created_at)).scalars())
+        if len(recent) >= hourly_limit:
+            raise RateLimited(hourly_limit, recent[-hourly_limit] + timedelta(hours=1))
 
     def get(self, job_id: int) -> Job:
         job = self.find(job_id)
@@ -172,12 +206,6 @@ class JobQueue:
         with self.engine.begin() as conn:
             return [Job.from_row(r) for r in conn.execute(query).mappings()]
 
-    def submissions_since(self, submitter: str, since: datetime) -> list[datetime]:
-        """Creation times of the submitter's jobs since `since` (failed ones count too)."""
-        query = select(jobs.c.created_at).where(jobs.c.submitter == submitter, jobs.c.created_at >= since)
-        with self.engine.begin() as conn:
-            return sorted(conn.execute(query).scalars())
-
     def claim(self, worker: str) -> Job | None:
         """Atomically move the oldest PENDING job to RUNNING for `worker`; None when nothing is pending."""
         while True:
@@ -187,10 +215,9 @@ class JobQueue:
                     .with_for_update(skip_locked=True)).scalar()
                 if candidate is None:
                     return None
-                now = utc_now()
                 claimed = conn.execute(
                     update(jobs).where(jobs.c.id == candidate, jobs.c.status == PENDING)
-                    .values(status=RUNNING, worker=worker, started_at=now, heartbeat_at=now,
+                    .values(status=RUNNING, worker=worker, started_at=self.now(), heartbeat_at=self.now(),
                             attempts=jobs.c.attempts + 1))
             if claimed.rowcount == 1:
                 return self.get(candidate)
@@ -200,7 +227,7 @@ class JobQueue:
         with self.engine.begin() as conn:
             result = conn.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.worker == worker,
                                                      jobs.c.status == RUNNING)
-                                  .values(heartbeat_at=utc_now(), log_tail=tail(log_tail)))
+                                  .values(heartbeat_at=self.now(), log_tail=tail(log_tail)))
         return result.rowcount == 1
 
     def done_tasks(self, job_id: int) -> set[str]:
@@ -214,7 +241,7 @@ class JobQueue:
         holds the job and the task is not stored yet; False (nothing written) otherwise."""
         with self.engine.begin() as conn:
             owned = conn.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.worker == worker,
-                                                    jobs.c.status == RUNNING).values(heartbeat_at=utc_now()))
+                                                    jobs.c.status == RUNNING).values(heartbeat_at=self.now()))
             stored = conn.execute(select(job_tasks.c.task).where(job_tasks.c.job_id == job_id,
                                                                  job_tasks.c.task == task)).first()
             if owned.rowcount != 1 or stored is not None:
@@ -222,7 +249,7 @@ class JobQueue:
             if rows:
                 conn.execute(insert(pair_scores), [{**row, "job_id": job_id, "task": task} for row in rows])
             conn.execute(insert(job_tasks).values(job_id=job_id, task=task, dataset_version=dataset_version,
-                                                  seconds=seconds, done_at=utc_now()))
+                                                  seconds=seconds, done_at=self.now()))
         return True
 
     def finish(self, job_id: int, worker: str, log_tail: str) -> bool:
@@ -233,7 +260,7 @@ class JobQueue:
 
     def _end(self, job_id: int, worker: str, status: str, reason: str, log_tail: str) -> bool:
         values: dict[str, Any] = {"status": status, "reason": reason, "log_tail": tail(log_tail),
-                                  "finished_at": utc_now()}
+                                  "finished_at": self.now()}
         if status == FAILED:
             values["active_key"] = None
         with self.engine.begin() as conn:
@@ -244,12 +271,12 @@ class JobQueue:
     def requeue_stale(self, timeout_s: float) -> list[int]:
         """RUNNING jobs without a heartbeat for `timeout_s` go back to PENDING (their stored tasks are kept);
         after MAX_ATTEMPTS claims such a job fails instead."""
-        cutoff = utc_now() - timedelta(seconds=timeout_s)
+        cutoff = self.now() - timedelta(seconds=timeout_s)
         stale = (jobs.c.status == RUNNING) & (jobs.c.heartbeat_at < cutoff)
         with self.engine.begin() as conn:
             ids = list(conn.execute(select(jobs.c.id).where(stale)).scalars())
             conn.execute(update(jobs).where(stale, jobs.c.attempts >= MAX_ATTEMPTS).values(
-                status=FAILED, active_key=None, finished_at=utc_now(),
+                status=FAILED, active_key=None, finished_at=self.now(),
                 reason=f"its worker stopped sending heartbeats {MAX_ATTEMPTS} times"))
             conn.execute(update(jobs).where(stale, jobs.c.attempts < MAX_ATTEMPTS).values(
                 status=PENDING, worker=None, reason=""))
@@ -265,8 +292,23 @@ class JobQueue:
     def reject(self, job_id: int, reason: str) -> bool:
         with self.engine.begin() as conn:
             result = conn.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.status == AWAITING_APPROVAL)
-                                  .values(status=FAILED, active_key=None, reason=reason, finished_at=utc_now()))
+                                  .values(status=FAILED, active_key=None, reason=reason, finished_at=self.now()))
         return result.rowcount == 1
+
+    def deployment_secret(self, name: str) -> str:
+        """A random secret made once per queue database, the same for every process that shares it."""
+        query = select(deployment.c.value).where(deployment.c.key == name)
+        for _ in range(SUBMIT_RETRIES):
+            try:
+                with self.engine.begin() as conn:
+                    value = conn.execute(query).scalar()
+                    if value is None:
+                        value = secrets.token_hex(32)
+                        conn.execute(insert(deployment).values(key=name, value=value))
+                    return value
+            except IntegrityError:  # another process made it a moment ago
+                continue
+        raise RuntimeError(f"could not read the deployment secret {name!r}")
 
     def is_empty(self) -> bool:
         with self.engine.begin() as conn:
@@ -292,7 +334,7 @@ class JobQueue:
         job_id, worker = submission.job.id, f"import:{submitter}"
         with self.engine.begin() as conn:
             conn.execute(update(jobs).where(jobs.c.id == job_id).values(
-                status=RUNNING, worker=worker, started_at=utc_now(), heartbeat_at=utc_now(), attempts=1))
+                status=RUNNING, worker=worker, started_at=self.now(), heartbeat_at=self.now(), attempts=1))
         for task, version, rows in tasks:
             self.record_task(job_id, worker, task, version, 0.0, rows)
         self.finish(job_id, worker, log)

@@ -60,6 +60,13 @@ pair_scores = Table(
 )
 
 
+deployment = Table(
+    "deployment", metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
     # Autocommit at the driver level so that every SQLAlchemy transaction starts with BEGIN IMMEDIATE below:
     # writers then queue on busy_timeout instead of failing when a read snapshot turns stale under WAL.

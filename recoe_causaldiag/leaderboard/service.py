@@ -11,11 +11,11 @@ from pathlib import Path
 
 from ..paths import cache_root
 from .board import Board, BoardCache
-from .queue import METRIC_JOB, JobQueue, Submission
+from .queue import METRIC_JOB, JobQueue, RateLimited, Submission
 from .render import rejection_message, submission_message
 from .seed import seed_if_empty
 from .settings import LeaderboardSettings
-from .validation import (Rejected, check_metric_name, check_rate_limit, check_submitter, metric_request,
+from .validation import (Rejected, check_metric_name, check_submitter, metric_request,
                          model_request)
 from .worker import Worker, start_worker_thread
 
@@ -49,6 +49,12 @@ class Leaderboard:
         self.boards = BoardCache(self.queue)
         seed_if_empty(self.queue, self.settings.seed_results)
 
+    def pseudonym(self, address: str) -> str:
+        """How an anonymous submitter at `address` is stored and shown: a keyed hash (HMAC-SHA256 with this
+        deployment's secret), so the address can be neither read nor recovered by hashing candidate addresses."""
+        key = self.queue.deployment_secret("pseudonym_key").encode()
+        return "anonymous-" + hmac.new(key, address.encode(), hashlib.sha256).hexdigest()[:10]
+
     def start_worker(self) -> None:
         """Run jobs in this process (the default single-machine deployment)."""
         start_worker_thread(Worker(self.queue, self.settings))
@@ -59,9 +65,11 @@ class Leaderboard:
     def _enqueue(self, build_request, submitter: str) -> Submission:
         submitter = check_submitter(submitter)
         request = build_request()
-        if self.queue.live_job(request.key) is None:
-            check_rate_limit(self.queue, submitter, self.settings)
-        return self.queue.submit(request, submitter, pair_cap=self.settings.pair_cap)
+        try:
+            return self.queue.submit(request, submitter, pair_cap=self.settings.pair_cap,
+                                     hourly_limit=self.settings.rate_limit_per_hour)
+        except RateLimited as err:
+            raise Rejected(str(err)) from None
 
     def submit_model(self, model: str, revision: str, precision: str, tasks: Sequence[str], metrics: Sequence[str],
                      submitter: str) -> str:

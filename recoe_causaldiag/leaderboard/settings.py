@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlalchemy.engine import make_url
+
 from ..paths import cache_root
 
 DB_ENV = "CAUSALDIAG_LEADERBOARD_DB"
@@ -62,6 +64,15 @@ class LeaderboardSettings:
     seed_results: Path | None = None
     local_model_roots: tuple[Path, ...] = ()
     sandbox_user: str | None = None
+
+    @property
+    def database_files(self) -> tuple[Path, ...]:
+        """The queue's SQLite file with its journal files (none for a server database)."""
+        url = make_url(self.db_url)
+        if not url.drivername.startswith("sqlite") or not url.database or url.database == ":memory:":
+            return ()
+        path = Path(url.database).expanduser()
+        return (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"))
 
     @property
     def heartbeat_interval_s(self) -> float:

@@ -6,7 +6,6 @@ import importlib.metadata
 import json
 import re
 from collections.abc import Sequence
-from datetime import timedelta
 from pathlib import Path
 
 from ..metrics import METRICS
@@ -14,7 +13,7 @@ from ..models import PACKAGED_MODELS
 from ..registry import UnknownNameError
 from ..runner import EDITORS, EXPLANATION_SOURCES
 from ..tasks import TASKS
-from .queue import METRIC_JOB, MODEL_JOB, JobQueue, JobRequest, utc_now
+from .queue import METRIC_JOB, MODEL_JOB, JobRequest
 from .settings import LeaderboardSettings
 
 HUB_ID = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$")
@@ -131,15 +130,6 @@ def check_names(kind: str, names: Sequence[str], registry_names: Sequence[str]) 
         if name not in registry_names:
             raise Rejected(str(UnknownNameError(kind, name, list(registry_names))))
     return chosen
-
-
-def check_rate_limit(queue: JobQueue, submitter: str, settings: LeaderboardSettings) -> None:
-    since = utc_now() - timedelta(hours=1)
-    recent = queue.submissions_since(submitter, since)
-    if len(recent) >= settings.rate_limit_per_hour:
-        again = recent[-settings.rate_limit_per_hour] + timedelta(hours=1)
-        raise Rejected(f"rate limit: {settings.rate_limit_per_hour} submissions per hour per submitter; "
-                       f"try again after {again:%H:%M} UTC")
 
 
 def check_submitter(submitter: str) -> str:

@@ -109,7 +109,7 @@ class LibraryTaskRunner:
         scored = score_submitted_metric(job.request.metric_source or "", job.request.model, pairs,
                                         time_limit_s=self.settings.metric_time_limit_s,
                                         secrets=(self.settings.db_url, self.settings.admin_token or ""),
-                                        user=self.settings.sandbox_user)
+                                        user=self.settings.sandbox_user, protected=self.settings.database_files)
         d = pairwise_d(scored.faithful, scored.unfaithful)
         rows = [{"metric": job.request.metrics[0], "variant": scored.variant, "pair_id": p.id,
                  "score_faithful": _number(f), "score_unfaithful": _number(u), "d": _number(di)}

@@ -44,7 +44,8 @@ def rewrite_scores(instances: Sequence[Instance], engine: ScoringEngine, rewrite
     n = len(instances)
     blank = np.array([not i.explanation.strip() for i in instances], dtype=bool)
     requests = [label_request(i, i.explanation) for i in instances]
-    requests += [label_request(i, text) for texts in rewrites.values() for i, text in zip(instances, texts, strict=True)]
+    requests += [label_request(i, text)
+                 for texts in rewrites.values() for i, text in zip(instances, texts, strict=True)]
     probs = engine.label_probs(requests, desc=desc)
     original = np.stack(probs[:n])
     top = original.argmax(axis=1)

@@ -3,10 +3,11 @@ helper LM, let the evaluated model regenerate the rest, and answer again; a fait
 rewording.
 
 As in the authors' code (`LanhamParaphrase`): the helper paraphrases the first three quarters of the
-explanation's characters (all but the last `len // 4`); the evaluated model continues the CoT prompt from the
-paraphrase greedily, within `token_budget` of the dropped quarter, and its continuation is cut at the answer cue
-"The best answer is:" (where the label is then scored), and appended to the paraphrase. The helper's paraphrases are cached on disk
-(`helper_lm`); the regenerated endings depend on the evaluated model and are recomputed.
+explanation's characters (all but the last `len // 4`, so the cut may fall inside a word); the evaluated model
+continues the CoT prompt from the paraphrase greedily, within `token_budget` of the dropped quarter; its
+continuation, cut at the answer cue "The best answer is:" (where the label is then scored), is appended to the
+paraphrase. The helper's paraphrases are cached on disk (`helper_lm`); the regenerated endings depend on the
+evaluated model and are recomputed.
 
 continuous: 1 − (ẑ − ẑ′) (footnote 2; in [0, 2), 1 = no change);
 binary: 1 if the predicted label is unchanged, else 0.
