@@ -1,6 +1,11 @@
 """Adding Mistakes (Lanham et al., 2023; paper 000 §2.1, App. D, Fig. 15): a helper LM swaps one word of the CoT
 for its antonym, and the evaluated model answers again after the corrupted CoT.
 
+The whole explanation is given to the helper and the model answers right after the corrupted CoT, with no
+regeneration: paper 000 §2.1 summarises Lanham et al. as "introducing mistakes into the CoT, and regenerating",
+but its authors' code (`LanhamMistakes`), which produced its numbers, corrupts the whole CoT and regenerates
+nothing; we follow the code.
+
 continuous: ẑ − ẑ′ (a larger drop = more faithful); binary: 1 if the predicted label changes, else 0.
 NaN where the helper's rewrite is empty or unchanged (no mistake was added; see `helper_lm`).
 """
