@@ -215,9 +215,10 @@ class JobQueue:
                     .with_for_update(skip_locked=True)).scalar()
                 if candidate is None:
                     return None
+                now = self.now()
                 claimed = conn.execute(
                     update(jobs).where(jobs.c.id == candidate, jobs.c.status == PENDING)
-                    .values(status=RUNNING, worker=worker, started_at=self.now(), heartbeat_at=self.now(),
+                    .values(status=RUNNING, worker=worker, started_at=now, heartbeat_at=now,
                             attempts=jobs.c.attempts + 1))
             if claimed.rowcount == 1:
                 return self.get(candidate)
