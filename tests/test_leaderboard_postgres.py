@@ -1,4 +1,5 @@
-"""Two workers against a real PostgreSQL server (Debian's `postgresql`): every job claimed exactly once."""
+"""A real PostgreSQL server (Debian's `postgresql`): two workers claim every job exactly once; the rate limit holds
+under concurrent submissions; queue times come from the server's clock."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ import subprocess
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from sqlalchemy import select
 
-from recoe_causaldiag.leaderboard.queue import FINISHED, MODEL_JOB, JobQueue, JobRequest
+from recoe_causaldiag.leaderboard.queue import FINISHED, MODEL_JOB, JobQueue, JobRequest, RateLimited
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 from recoe_causaldiag.leaderboard.worker import TaskOutcome, Worker
 
@@ -80,3 +83,24 @@ def test_two_workers_claim_every_job_once(postgres_url):
     assert {name for name, _ in ran} == {"a", "b"}, "both workers must have claimed jobs"
     assert {j.worker for j in queue.jobs()} == {"a", "b"}
     assert all(j.status == FINISHED for j in queue.jobs()) and len(queue.finished_scores()) == 12
+
+
+def test_rate_limit_holds_under_concurrent_submissions_and_times_come_from_the_server(postgres_url):
+    queue = JobQueue.open(postgres_url)
+
+    def submit(i: int):
+        request = JobRequest(MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic",
+                             (f"task{i}",), ("random",))
+        try:
+            return queue.submit(request, "alice", pair_cap=None, hourly_limit=3)
+        except RateLimited as err:
+            return err
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(submit, range(12)))
+    assert sum(isinstance(a, RateLimited) for a in answers) == 9 and len(queue.jobs("alice")) == 3
+    with queue.engine.begin() as conn:
+        server_now = conn.execute(select(queue.now())).scalar()
+    job = queue.claim("w")
+    assert abs((job.heartbeat_at - server_now).total_seconds()) < 60
+    assert queue.requeue_stale(3600) == [] and queue.requeue_stale(0) == [job.id]
