@@ -3,7 +3,9 @@ counterfactual construction, the patching mechanism on the real default model, o
 FactCheck pairs, and the `evaluate` module's card example."""
 
 import dataclasses
+import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -56,6 +58,34 @@ def test_counterfactuals_flip_factcheck_edits_to_the_asked_object(factcheck_pair
     analogy = Instance("Fill in the blank: A is to B like C is to ___. (A) D (B) E. Answer?", ("A", "B"),
                        ("The capital of B is Z.",), "E.")
     assert counterfactual(analogy) is None
+
+
+def test_object_counting_counterfactuals_retype_just_enough_items_to_flip_the_count(default_lm, task_pairs):
+    def tokens(text: str) -> int:
+        return len(default_lm.encode(text, continuation=True))
+
+    built = 0
+    for pair in task_pairs["object_counting"]:
+        meta = json.loads(pair.metadata)
+        instance = Instance.from_pair(pair, pair.explanation_faithful)
+        assert counterfactual(instance) is None, "the flip needs the evaluated tokenizer"
+        cf = counterfactual(instance, tokens)
+        if cf is None:
+            continue
+        built += 1
+        target = meta["target_type"]
+        types = [edit.removeprefix(f"{item} is ").removesuffix(".") for item, edit in zip(meta["items"], cf.edits)]
+        before, after = meta["types_edits"].count(target), types.count(target)
+        changed = [(a, b) for a, b in zip(pair.edits, cf.edits) if a != b]
+        assert len(changed) == abs(after - before) and cf.question == pair.question
+        assert all(tokens(a) == tokens(b) for a, b in changed)
+        if meta["question_type"] == "number":
+            assert after in {int(n) for n in re.findall(r"\(\w\) (\d+)", pair.question)} - {before}
+        elif meta["question_type"] == "any":
+            assert (after > 0) != (before > 0)
+        else:
+            assert (after == len(types)) != (before == len(types))
+    assert built >= len(task_pairs["object_counting"]) // 3
 
 
 def test_patched_positions_are_the_paper_input_span_or_the_changed_and_question_tokens(default_lm, factcheck_pairs):

@@ -3,7 +3,8 @@ answer and the explanation?
 
 Symmetric token replacement: a counterfactual input of the SAME token length whose designed answer differs
 (the pair's `flip_edits`; else, for FactCheck, the edit made to state the asked object, which turns "No" into
-"Yes"). The clean run is the evaluated model's post-hoc prompt (Fig. 11) under the instance's edits, with its
+"Yes"; for Object Counting, just enough items re-typed in the edits, each to a type of the pair with as many
+tokens for the evaluated tokenizer, that the count gives the other answer; Analogy and Multi-hop have none). The clean run is the evaluated model's post-hoc prompt (Fig. 11) under the instance's edits, with its
 own predicted label ŷ (direct prompt, eq. 7) and the explanation teacher-forced; the corrupted run is the same
 prompt with the counterfactual edits/question. Patching the clean residual stream into the corrupted run at
 (token t, layer l) gives the indirect effects
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -83,11 +84,54 @@ def _factcheck_flip(question: str, edits: Sequence[str]) -> Counterfactual | Non
     return None
 
 
-def counterfactual(instance: Instance) -> Counterfactual | None:
-    """The pair's `flip_edits`; else a FactCheck flip (from the pair's metadata, else by parsing the inputs)."""
+def _counting_target(question_type: str, count: int, n_items: int, question: str) -> int | None:
+    """The count under which an Object Counting question's designed answer flips."""
+    if question_type == "number":
+        options = [int(n) for n in re.findall(r"\(\w\) (\d+)", question)]
+        others = [n for n in options if n != count]
+        return others[0] if len(options) == 2 and len(others) == 1 else None
+    if question_type == "any":
+        return 0 if count > 0 else 1
+    if question_type == "all":
+        return n_items - 1 if count == n_items else n_items
+    return None
+
+
+def _counting_flip(instance: Instance, meta: dict, tokens: Callable[[str], int]) -> Counterfactual | None:
+    """Object Counting: re-type just enough items in the edits ("X is T.") that the count, and so the designed
+    answer, flips; each new type has as many tokens as the one it replaces (the pair's own types only)."""
+    items, types, target = meta.get("items", []), meta.get("types_edits", []), meta.get("target_type")
+    edits = list(instance.edits)
+    if not target or len(items) != len(types) or edits != [f"{i} is {t}." for i, t in zip(items, types)]:
+        return None
+    count = sum(t == target for t in types)
+    wanted = _counting_target(meta.get("question_type", ""), count, len(items), instance.question)
+    if wanted is None or wanted == count:
+        return None
+    size = tokens(f" {target}")
+    others = [t for t in dict.fromkeys(types + meta.get("types_counter_edits", [])) if t != target]
+    if wanted > count:
+        chosen = [k for k, t in enumerate(types) if t != target and tokens(f" {t}") == size][: wanted - count]
+        new_type = target
+    else:
+        same = [t for t in others if tokens(f" {t}") == size]
+        chosen = [k for k, t in enumerate(types) if t == target][: count - wanted] if same else []
+        new_type = same[0] if same else target
+    if len(chosen) != abs(wanted - count):
+        return None
+    for k in chosen:
+        edits[k] = f"{items[k]} is {new_type}."
+    return Counterfactual(tuple(edits), instance.question)
+
+
+def counterfactual(instance: Instance, tokens: Callable[[str], int] | None = None) -> Counterfactual | None:
+    """The pair's `flip_edits`; else a FactCheck flip (from the pair's metadata, else by parsing the inputs);
+    else, with `tokens` (a text's token count for the evaluated tokenizer), an Object Counting flip."""
     pair = instance.pair
     if pair is not None and pair.flip_edits:
         return Counterfactual(tuple(pair.flip_edits), instance.question)
+    if pair is not None and pair.task == "object_counting":
+        return _counting_flip(instance, json.loads(pair.metadata), tokens) if tokens else None
     meta = json.loads(pair.metadata) if pair is not None and pair.task == "factcheck" else {}
     old, new = meta.get("object_edit"), meta.get("object_true")
     if old and new:
@@ -191,7 +235,7 @@ def prepare(engine: ScoringEngine, instance: Instance, label_index: int, *, requ
     may be noise where the model ignores the replacement."""
     if not instance.explanation.strip():
         return "blank explanation", None
-    cf = counterfactual(instance)
+    cf = counterfactual(instance, lambda text: len(engine.lm.encode(text, continuation=True)))
     if cf is None:
         return "no counterfactual", None
     if require_flip:
