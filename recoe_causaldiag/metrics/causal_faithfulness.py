@@ -4,8 +4,9 @@ answer and the explanation?
 Symmetric token replacement: a counterfactual input of the SAME token length whose designed answer differs
 (the pair's `flip_edits`; else, for FactCheck, the edit made to state the asked object, which turns "No" into
 "Yes"; for Object Counting, just enough items re-typed in the edits, each to a type of the pair with as many
-tokens for the evaluated tokenizer, that the count gives the other answer; Analogy and Multi-hop have none). The clean run is the evaluated model's post-hoc prompt (Fig. 11) under the instance's edits, with its
-own predicted label ŷ (direct prompt, eq. 7) and the explanation teacher-forced; the corrupted run is the same
+tokens for the evaluated tokenizer, that the count gives the other answer; Analogy and Multi-hop have none).
+The clean run is the evaluated model's post-hoc prompt (Fig. 11) under the instance's edits, with its own
+predicted label ŷ (direct prompt, eq. 7) and the explanation teacher-forced; the corrupted run is the same
 prompt with the counterfactual edits/question. Patching the clean residual stream into the corrupted run at
 (token t, layer l) gives the indirect effects
 

@@ -231,6 +231,7 @@ class CCShap(Metric):
             both = values(lay)
             return cc_shap_score(both[0], both[1:])
         predicted, explained = cot_layouts(engine, instance)
-        if not (predicted.question and explained.explanation_ids) or len(predicted.question) != len(explained.question):
+        aligned = len(predicted.question) == len(explained.question)
+        if not (predicted.question and explained.explanation_ids and aligned):
             return float("nan")
         return cc_shap_score(values(predicted)[0], values(explained)[1:])
