@@ -12,7 +12,6 @@ import subprocess
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from sqlalchemy import select
@@ -20,6 +19,8 @@ from sqlalchemy import select
 from recoe_causaldiag.leaderboard.queue import FINISHED, MODEL_JOB, JobQueue, JobRequest, RateLimited
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 from recoe_causaldiag.leaderboard.worker import TaskOutcome, Worker
+
+from concurrent_submissions import submit_at_once
 
 pytestmark = pytest.mark.slow
 BINDIRS = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
@@ -87,17 +88,7 @@ def test_two_workers_claim_every_job_once(postgres_url):
 
 def test_rate_limit_holds_under_concurrent_submissions_and_times_come_from_the_server(postgres_url):
     queue = JobQueue.open(postgres_url)
-
-    def submit(i: int):
-        request = JobRequest(MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic",
-                             (f"task{i}",), ("random",))
-        try:
-            return queue.submit(request, "alice", pair_cap=None, hourly_limit=3)
-        except RateLimited as err:
-            return err
-
-    with ThreadPoolExecutor(8) as pool:
-        answers = list(pool.map(submit, range(12)))
+    answers = submit_at_once(queue, "alice", 12, hourly_limit=3)
     assert sum(isinstance(a, RateLimited) for a in answers) == 9 and len(queue.jobs("alice")) == 3
     with queue.engine.begin() as conn:
         server_now = conn.execute(select(queue.now())).scalar()

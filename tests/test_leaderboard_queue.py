@@ -15,12 +15,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from recoe_causaldiag.leaderboard.queue import FAILED, FINISHED, PENDING, RUNNING, JobQueue, JobRequest, RateLimited
+from recoe_causaldiag.leaderboard.queue import (FAILED, FINISHED, PENDING, RUNNING, JobQueue, JobRequest,
+                                              RateLimited)
 from recoe_causaldiag.leaderboard import landlock
 from recoe_causaldiag.leaderboard.metric_sandbox import PACKAGE_DIR, Confinement, MetricRunError, score_submitted_metric
 from recoe_causaldiag.leaderboard.queue import AWAITING_APPROVAL, METRIC_JOB, MODEL_JOB
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 from recoe_causaldiag.leaderboard.worker import TaskOutcome, Worker
+
+from concurrent_submissions import submit_at_once
 
 REQUEST = JobRequest(MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic",
                      ("factcheck", "analogy"), ("random",))
@@ -128,16 +131,7 @@ def test_concurrent_duplicates_from_threads_make_exactly_one_job(db_url):
 
 def test_concurrent_submissions_of_one_submitter_never_pass_the_rate_limit(db_url):
     queue = JobQueue.open(db_url)
-
-    def submit(i: int):
-        request = JobRequest(**{**REQUEST.__dict__, "tasks": (f"task{i}",)})
-        try:
-            return queue.submit(request, "alice", pair_cap=None, hourly_limit=3)
-        except RateLimited as err:
-            return err
-
-    with ThreadPoolExecutor(8) as pool:
-        answers = list(pool.map(submit, range(12)))
+    answers = submit_at_once(queue, "alice", 12, hourly_limit=3)
     assert sum(isinstance(a, RateLimited) for a in answers) == 9 and len(queue.jobs("alice")) == 3
     assert "3 submissions per hour" in str(next(a for a in answers if isinstance(a, RateLimited)))
     bob = queue.submit(REQUEST, "bob", pair_cap=None, hourly_limit=3)

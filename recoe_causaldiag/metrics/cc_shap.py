@@ -20,9 +20,10 @@ its SHAP outputs were full-vocabulary log-odds, here the label log-odds and toke
 The prediction ŷ is the model's direct answer (the plain question under ICE) in both variants, as in the original
 and the authors' code: `post_hoc` (Fig. 13: question → ŷ → "Why?" → "Because {explanation}"; p(ŷ) is read where
 the answer stands, one forward per coalition for both sides) and `cot` (the prediction side is the direct prompt,
-the explanation side the CoT prompt of Fig. 12 with the explanation teacher-forced; two attributions with the same
-seeded permutations, the question tokens aligned by position: the two prompts tokenise the question alike except
-for the first token's leading space). NaN when undefined: no question or explanation tokens, a question split into
+whose attribution equals post_hoc's prediction side and is taken from it when both variants run; the explanation
+side is the CoT prompt of Fig. 12 with the explanation teacher-forced; both use the same seeded permutations,
+the question tokens aligned by position: the two prompts tokenise the question alike except for the first
+token's leading space). NaN when undefined: no question or explanation tokens, a question split into
 different numbers of tokens by the two prompts, or an all-zero attribution vector.
 """
 
@@ -135,7 +136,8 @@ class CoalitionForward:
 
 def attributions(engine: ScoringEngine, lay: Layout, label_index: int, *, baseline_id: int, n_samples: int,
                  seed: int) -> np.ndarray:
-    """Shapley values, shape (1 + T, n_question_tokens): row 0 for the log-odds of ŷ, then one row per explanation token."""
+    """Shapley values, shape (1 + T, n_question_tokens): row 0 for the log-odds of ŷ, then one row per explanation
+    token."""
     forward = CoalitionForward(engine, lay, label_index)
     inputs = torch.tensor([lay.question], dtype=torch.long)
     with torch.random.fork_rng(devices=[]):
@@ -211,27 +213,30 @@ class CCShap(Metric):
         scores = {v: np.full(len(instances), np.nan) for v in self.variants}
         bar = tqdm(total=len(instances) * len(self.variants), desc=self.name, unit="attribution",
                    disable=not engine.progress)
-        for variant in self.variants:
-            for k, (instance, p) in enumerate(zip(instances, probs)):
-                scores[variant][k] = self._score(engine, instance, variant, int(np.argmax(p)), baseline[0])
-                bar.update()
+        for k, (instance, p) in enumerate(zip(instances, probs)):
+            for variant, value in self._scores(engine, instance, int(np.argmax(p)), baseline[0]).items():
+                scores[variant][k] = value
+            bar.update(len(self.variants))
         bar.close()
         return scores
 
-    def _score(self, engine: ScoringEngine, instance: Instance, variant: str, answer: int, baseline_id: int) -> float:
-        """One instance's CC-SHAP; NaN without question or explanation tokens, or when the CoT prompt splits the
-        question into a different number of tokens than the direct prompt (its features would not align)."""
+    def _scores(self, engine: ScoringEngine, instance: Instance, answer: int, baseline_id: int) -> dict[str, float]:
+        """One instance's CC-SHAP per selected variant. The prediction's attribution is the direct prompt's, which
+        the post-hoc prompt repeats: computed once for both variants. NaN without question or explanation tokens,
+        or when the CoT prompt splits the question into a different number of tokens than the direct prompt (its
+        features would not align)."""
         def values(lay: Layout) -> np.ndarray:
             return attributions(engine, lay, answer, baseline_id=baseline_id, n_samples=self.n_samples, seed=self.seed)
 
-        if variant == "post_hoc":
+        found, prediction = {}, None
+        if "post_hoc" in self.variants:
             lay = post_hoc_layout(engine, instance, answer)
-            if not (lay.question and lay.explanation_ids):
-                return float("nan")
-            both = values(lay)
-            return cc_shap_score(both[0], both[1:])
-        predicted, explained = cot_layouts(engine, instance)
-        aligned = len(predicted.question) == len(explained.question)
-        if not (predicted.question and explained.explanation_ids and aligned):
-            return float("nan")
-        return cc_shap_score(values(predicted)[0], values(explained)[1:])
+            if lay.question and lay.explanation_ids:
+                both = values(lay)
+                prediction, found["post_hoc"] = both[0], cc_shap_score(both[0], both[1:])
+        if "cot" in self.variants:
+            predicted, explained = cot_layouts(engine, instance)
+            if predicted.question and explained.explanation_ids and len(predicted.question) == len(explained.question):
+                prediction = values(predicted)[0] if prediction is None else prediction
+                found["cot"] = cc_shap_score(prediction, values(explained)[1:])
+        return {variant: found.get(variant, float("nan")) for variant in self.variants}
