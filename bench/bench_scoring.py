@@ -16,7 +16,7 @@ import torch
 
 from recoe_causaldiag.hub_layout import load_pairs, task_dataset_dir
 from recoe_causaldiag.metrics import Instance
-from recoe_causaldiag.metrics.cot_corruption import corruption_scores, label_request
+from recoe_causaldiag.mechanisms.cot_corruption import corruption_scores, label_request
 from recoe_causaldiag.metrics.filler_tokens import CORRUPTIONS
 from recoe_causaldiag.models import DEFAULT_MODEL, load_model
 from recoe_causaldiag.runner import select_pairs

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .registry import UnknownNameError
+from .api.registry import UnknownNameError
 
 
 class UsageError(Exception):
@@ -135,7 +135,7 @@ def _export_results(args: argparse.Namespace) -> int:
 def _recoe_eval(args: argparse.Namespace) -> int:
     import json
 
-    from .recoe_eval import RecoeEvalSpec, evaluate_recoe, recoe_table
+    from .tasks.recoe.evaluation import RecoeEvalSpec, evaluate_recoe, recoe_table
     from .report import caveat
 
     spec = RecoeEvalSpec(model=args.model, editor=args.editor, prompt=args.prompt,
@@ -173,7 +173,7 @@ def _ls(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     from .models import DEFAULT_MODEL
-    from .records import RECOE_SCHEMES
+    from .tasks.recoe import RECOE_SCHEMES
     from .tasks import DATASET_VERSION
 
     top = argparse.ArgumentParser(prog="causaldiag", description=__doc__)
@@ -251,7 +251,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from .models import LabelTokenError
     from .publish import PublishError
-    from .records import RecordError
+    from .api.records import RecordError
     from .tasks.sources import SourceError
 
     logging.basicConfig(level=logging.WARNING, format="%(message)s")

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from . import __version__
-from .records import FEATURES, PairRecord
+from .api.records import FEATURES, PairRecord
 from .tasks import DATASETS, DATASET_VERSION, RELEASE_DATE, TASKS
 
 MANIFEST = "MANIFEST.json"
@@ -137,7 +137,8 @@ def load_pairs(dataset_dir: Path, config: str = "default") -> list[PairRecord]:
 
 def task_dataset_dir(task: str, data_dir: Path) -> tuple[Path, str]:
     """The folder and config holding a task, built into `data_dir` first if it is not there."""
-    dataset, config = TASKS.get(task)
+    spec = TASKS.get(task)
+    dataset, config = spec.dataset, spec.config
     folder = Path(data_dir) / dataset
     if not (folder / MANIFEST).is_file():
         build_dataset(dataset, Path(data_dir))

@@ -18,7 +18,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, P
 
 from .paths import cache_root
 from .prompts import Turn
-from .registry import Registry, UnknownNameError
+from .api.registry import Registry, UnknownNameError
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ from .hub_layout import load_pairs, read_manifest, task_dataset_dir
 from .metrics import METRICS
 from .models import LanguageModel, load_model
 from .paths import cache_root
-from .records import PairRecord
-from .registry import UnknownNameError
+from .api.records import PairRecord
+from .api.registry import UnknownNameError
 from .scoring import ScoringEngine
 from .statistics import diagnosticity, edit_reliability, pairwise_d
 from .tasks import DATASET_VERSION, TASKS

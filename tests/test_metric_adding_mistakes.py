@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from recoe_causaldiag import prompts, scoring
-from recoe_causaldiag.metrics import helper_lm
+from recoe_causaldiag.mechanisms import helper_lm
 from recoe_causaldiag.metrics.adding_mistakes import AddingMistakes
-from recoe_causaldiag.metrics.base import METRICS, Instance
-from recoe_causaldiag.metrics.helper_lm import HelperCache, HelperOutput, cache_key, clean_rewrite, rewrite
+from recoe_causaldiag.api.metric import METRICS, Instance
+from recoe_causaldiag.mechanisms.helper_lm import HelperCache, HelperOutput, cache_key, clean_rewrite, rewrite
 from recoe_causaldiag.models import DEFAULT_MODEL
 from recoe_causaldiag.scoring import ScoringEngine
 

@@ -11,14 +11,18 @@ import numpy as np
 import pytest
 import torch
 
-from recoe_causaldiag.metrics.activation_patching import (
+from recoe_causaldiag.mechanisms.activation_patching import (
     Patch, decoder_layers, patched_readouts, token_layer_patches, window_layers)
-from recoe_causaldiag.metrics.base import METRICS, Instance
+from recoe_causaldiag.api import METRICS, Counterfactual, Instance, symmetric_counterfactual
 from recoe_causaldiag.metrics.causal_faithfulness import (
-    POSITIONS, VARIANTS, CausalFaithfulness, Counterfactual, caf_scores, counterfactual, layout)
+    POSITIONS, VARIANTS, CausalFaithfulness, caf_scores, layout)
 from recoe_causaldiag.scoring import ScoringEngine
 
 from cards import card_namespace
+
+
+def _no_tokens(text: str) -> int:
+    raise AssertionError("FactCheck's counterfactual needs no tokenizer")
 
 
 def test_caf_variants_are_cosine_similarities_of_the_matrices_and_their_sums():
@@ -48,16 +52,16 @@ def test_sites_are_position_major_with_ten_layer_windows():
 def test_counterfactuals_flip_factcheck_edits_to_the_asked_object(factcheck_pairs):
     pair = factcheck_pairs[0]
     flipped = Counterfactual(("Babe Ruth professionally plays the sport baseball.",), pair.question)
-    assert counterfactual(Instance.from_pair(pair, pair.explanation_faithful)) == flipped
-    assert counterfactual(Instance(pair.question, pair.choices, pair.edits, "E.")) == flipped
+    assert symmetric_counterfactual(Instance.from_pair(pair, pair.explanation_faithful), _no_tokens) == flipped
+    assert symmetric_counterfactual(Instance(pair.question, pair.choices, pair.edits, "E."), _no_tokens) == flipped
     for p in factcheck_pairs[:300]:  # parsing the inputs agrees with the builder's metadata
-        from_pair = counterfactual(Instance.from_pair(p, "E."))
-        assert from_pair is not None and counterfactual(Instance(p.question, p.choices, p.edits, "E.")) == from_pair
+        from_pair = symmetric_counterfactual(Instance.from_pair(p, "E."), _no_tokens)
+        assert from_pair is not None and symmetric_counterfactual(Instance(p.question, p.choices, p.edits, "E."), _no_tokens) == from_pair
     given = dataclasses.replace(pair, flip_edits=("Babe Ruth plays baseball.",))
-    assert counterfactual(Instance.from_pair(given, "E.")) == Counterfactual(given.flip_edits, pair.question)
+    assert symmetric_counterfactual(Instance.from_pair(given, "E."), _no_tokens) == Counterfactual(given.flip_edits, pair.question)
     analogy = Instance("Fill in the blank: A is to B like C is to ___. (A) D (B) E. Answer?", ("A", "B"),
                        ("The capital of B is Z.",), "E.")
-    assert counterfactual(analogy) is None
+    assert symmetric_counterfactual(analogy, _no_tokens) is None
 
 
 def test_object_counting_counterfactuals_retype_just_enough_items_to_flip_the_count(default_lm, task_pairs):
@@ -68,8 +72,7 @@ def test_object_counting_counterfactuals_retype_just_enough_items_to_flip_the_co
     for pair in task_pairs["object_counting"]:
         meta = json.loads(pair.metadata)
         instance = Instance.from_pair(pair, pair.explanation_faithful)
-        assert counterfactual(instance) is None, "the flip needs the evaluated tokenizer"
-        cf = counterfactual(instance, tokens)
+        cf = symmetric_counterfactual(instance, tokens)
         if cf is None:
             continue
         built += 1
@@ -91,7 +94,7 @@ def test_object_counting_counterfactuals_retype_just_enough_items_to_flip_the_co
 def test_patched_positions_are_the_paper_input_span_or_the_changed_and_question_tokens(default_lm, factcheck_pairs):
     instance = Instance.from_pair(factcheck_pairs[0], factcheck_pairs[0].explanation_faithful)
     engine = ScoringEngine(default_lm, progress=False)
-    cf = counterfactual(instance)
+    cf = symmetric_counterfactual(instance, _no_tokens)
     paper, cheap = (layout(engine, instance, 1, cf, positions) for positions in POSITIONS)
     differing = [i for i, (a, b) in enumerate(zip(paper.clean, paper.corrupted)) if a != b]
     assert paper.positions == tuple(range(differing[0], paper.label_position + 1))
@@ -110,7 +113,7 @@ def last(logits):
 def test_patching_restores_exactly_what_it_is_given(default_lm, factcheck_pairs):
     instance = Instance.from_pair(factcheck_pairs[0], factcheck_pairs[0].explanation_faithful)
     engine = ScoringEngine(default_lm, progress=False)
-    model, lay = default_lm.model, layout(engine, instance, 1, counterfactual(instance))
+    model, lay = default_lm.model, layout(engine, instance, 1, symmetric_counterfactual(instance, _no_tokens))
     with torch.inference_mode():
         plain = {name: last(model(torch.tensor([list(ids)])).logits) for name, ids in
                  (("clean", lay.clean), ("corrupted", lay.corrupted))}

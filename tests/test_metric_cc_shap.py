@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from recoe_causaldiag.metrics.base import Instance
+from recoe_causaldiag.api.metric import Instance
 from recoe_causaldiag.metrics.cc_shap import (CCShap, CoalitionForward, attributions, cc_shap_score, cot_layouts,
                                               post_hoc_layout)
 from recoe_causaldiag import prompts

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from lemminflect import getAllLemmas
 
-from recoe_causaldiag.metrics.base import Instance
-from recoe_causaldiag.metrics.cct import (cct_statistics, check_inputs, counterfactual_test_items, ct_unfaithfulness,
+from recoe_causaldiag.api.metric import Instance
+from recoe_causaldiag.dataset_metrics.cct import (cct_statistics, check_inputs, counterfactual_test_items, ct_unfaithfulness,
                                           js_divergence, point_biserial, spearman, tvd)
-from recoe_causaldiag.metrics.interventions import (candidate_words, insert, mentioned_count, mentions_all,
+from recoe_causaldiag.mechanisms.interventions import (candidate_words, insert, mentioned_count, mentions_all,
                                                     random_insertions, seed_for, slots)
 from recoe_causaldiag.scoring import ScoringEngine
 

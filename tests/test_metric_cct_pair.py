@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from recoe_causaldiag.metrics.base import Instance
-from recoe_causaldiag.metrics.cct import tvd
+from recoe_causaldiag.api.metric import Instance
+from recoe_causaldiag.dataset_metrics.cct import tvd
 from recoe_causaldiag.metrics.cct_pair import CCTPair, fact_keys, interventions
 from recoe_causaldiag.scoring import ScoringEngine
 

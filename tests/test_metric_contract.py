@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from recoe_causaldiag.metrics import METRICS, Instance
-from recoe_causaldiag.metrics.cot_corruption import Corruption, corruption_scores
+from recoe_causaldiag.mechanisms.cot_corruption import Corruption, corruption_scores
 from recoe_causaldiag.scoring import ScoringEngine
 
 

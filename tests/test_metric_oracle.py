@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from recoe_causaldiag.metrics.base import METRICS
+from recoe_causaldiag.api.metric import METRICS
 from recoe_causaldiag.metrics.oracle import Oracle, clauses, content_words, edit_overlap
 from recoe_causaldiag.statistics import diagnosticity
 from recoe_causaldiag.tasks import TASKS

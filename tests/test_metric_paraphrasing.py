@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from recoe_causaldiag import prompts
-from recoe_causaldiag.metrics.base import METRICS, Instance
+from recoe_causaldiag.api.metric import METRICS, Instance
 from recoe_causaldiag.metrics.paraphrasing import Paraphrasing, beginning
 from recoe_causaldiag.models import DEFAULT_MODEL
 from recoe_causaldiag.scoring import ScoringEngine

@@ -5,7 +5,7 @@ card example."""
 import numpy as np
 import pytest
 
-from recoe_causaldiag.metrics.base import METRICS, Instance
+from recoe_causaldiag.api.metric import METRICS, Instance
 from recoe_causaldiag.metrics.random import Random
 from recoe_causaldiag.statistics import diagnosticity
 from recoe_causaldiag.tasks import TASKS

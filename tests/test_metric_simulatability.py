@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from recoe_causaldiag import prompts, scoring
-from recoe_causaldiag.metrics.base import METRICS, Instance
+from recoe_causaldiag.api.metric import METRICS, Instance
 from recoe_causaldiag.metrics.simulatability import Simulatability
 from recoe_causaldiag.models import DEFAULT_MODEL
 from recoe_causaldiag.scoring import LabelRequest, ScoringEngine, naive_label_probs

@@ -3,7 +3,7 @@ import transformers
 
 from recoe_causaldiag import models, prompts
 from recoe_causaldiag.models import LabelTokenError, load_model, packaged_model_dir
-from recoe_causaldiag.registry import UnknownNameError
+from recoe_causaldiag.api.registry import UnknownNameError
 
 
 def test_chat_rendering_continues_the_open_assistant_turn(default_lm):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from recoe_causaldiag.hub_layout import load_pairs, write_dataset
-from recoe_causaldiag.records import validate_records
+from recoe_causaldiag.api.records import validate_records
 from recoe_causaldiag.tasks.multihop import (CheckError, build_multihop, evaluate_check, load_items, read_strategyqa,
                                              split_facts)
 from recoe_causaldiag.tasks.sources import SourceError, source_path

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from recoe_causaldiag.records import validate_records
+from recoe_causaldiag.api.records import validate_records
 from recoe_causaldiag.tasks.object_counting import build_object_counting
 from recoe_causaldiag.tasks.sources import SourceError, source_path
 

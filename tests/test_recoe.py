@@ -12,7 +12,8 @@ import datasets
 import pytest
 
 from recoe_causaldiag.hub_layout import build_dataset, load_pairs, read_manifest
-from recoe_causaldiag.records import RECOE_SCHEMES, PairRecord, validate_records
+from recoe_causaldiag.api.records import PairRecord, validate_records
+from recoe_causaldiag.tasks.recoe import RECOE_SCHEMES
 from recoe_causaldiag.tasks.recoe import ITEMS_PER_SCHEME, build_recoe
 from recoe_causaldiag.tasks.recoe.consistency import resolve_conflicts
 from recoe_causaldiag.tasks.recoe.datapoint import Datapoint

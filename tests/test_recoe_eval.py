@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from recoe_causaldiag.hub_layout import build_dataset
-from recoe_causaldiag.recoe_eval import (RecoeEvalSpec, edited_effectively, evaluate_recoe, final_answer, match,
+from recoe_causaldiag.tasks.recoe.evaluation import (RecoeEvalSpec, edited_effectively, evaluate_recoe, final_answer, match,
                                          recoe_table)
-from recoe_causaldiag.records import RECOE_SCHEMES
-from recoe_causaldiag.registry import UnknownNameError
+from recoe_causaldiag.tasks.recoe import RECOE_SCHEMES
+from recoe_causaldiag.api.registry import UnknownNameError
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@ import dataclasses
 
 import pytest
 
-from recoe_causaldiag.records import FEATURES, PairRecord, RecordError, Rewrite, validate_record, validate_records
+from recoe_causaldiag.api.records import FEATURES, PairRecord, RecordError, Rewrite, validate_record, validate_records
 
 
 def make(**changes) -> PairRecord:

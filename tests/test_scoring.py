@@ -4,7 +4,7 @@ import torch
 
 from recoe_causaldiag import prompts
 from recoe_causaldiag.metrics.filler_tokens import CORRUPTIONS
-from recoe_causaldiag.metrics.truncation import heuristic_truncation
+from recoe_causaldiag.mechanisms.truncation import heuristic_truncation
 from recoe_causaldiag.scoring import LabelRequest, ScoringEngine, naive_label_probs
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from recoe_causaldiag.metrics.truncation import first_third, heuristic_truncation
+from recoe_causaldiag.mechanisms.truncation import first_third, heuristic_truncation
 
 
 def test_first_third_counts_characters():

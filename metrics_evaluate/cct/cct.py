@@ -3,7 +3,7 @@
 import evaluate
 
 from recoe_causaldiag.evaluate_bridge import intervention_features
-from recoe_causaldiag.metrics.cct import cct_statistics
+from recoe_causaldiag.dataset_metrics.cct import cct_statistics
 
 _DESCRIPTION = """Correlational Counterfactual Test (Siegel et al., 2024): over many word-insertion interventions, the
 point-biserial correlation between the prediction impact (total variation distance between the label distributions

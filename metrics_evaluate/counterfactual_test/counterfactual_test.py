@@ -3,7 +3,7 @@
 import evaluate
 
 from recoe_causaldiag.evaluate_bridge import intervention_features
-from recoe_causaldiag.metrics.cct import cct_statistics
+from recoe_causaldiag.dataset_metrics.cct import cct_statistics
 
 _DESCRIPTION = """Counterfactual Test (Atanasova et al., 2023): words are inserted into the inputs; among the
 interventions that change the model's predicted label, the share whose (regenerated) explanation does not

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ..paths import cache_root
-from ..records import PairRecord
+from ..api.records import PairRecord
 from . import landlock
 from .settings import SECRET_ENV_VARS
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..metrics import METRICS
 from ..models import PACKAGED_MODELS
-from ..registry import UnknownNameError
+from ..api.registry import UnknownNameError
 from ..runner import EDITORS, EXPLANATION_SOURCES
 from ..tasks import TASKS
 from .queue import METRIC_JOB, MODEL_JOB, JobRequest

@@ -17,9 +17,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..models import DEFAULT_MODEL
-from ..scoring import ScoringEngine
-from .base import Instance, Metric, register_metric
-from .helper_lm import HelperCorruption
+from ..api import Engine, Instance, Metric, register_metric
+from ..mechanisms.helper_lm import HelperCorruption
 
 ANTONYM = HelperCorruption(kind="adding_mistakes", name="antonym")
 
@@ -39,5 +38,5 @@ class AddingMistakes(Metric):
     def variants(self) -> tuple[str, ...]:
         return ANTONYM.variants
 
-    def score_instances(self, instances: Sequence[Instance], engine: ScoringEngine) -> dict[str, np.ndarray]:
+    def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
         return ANTONYM.scores(instances, engine, self.helper, desc=self.name)

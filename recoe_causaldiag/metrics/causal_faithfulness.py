@@ -28,11 +28,8 @@ numerically zero. `coverage` after scoring says how many instances had a usable 
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 import torch
@@ -40,107 +37,13 @@ from scipy.spatial import distance
 from tqdm.auto import tqdm
 
 from .. import prompts
-from ..scoring import LabelRequest, ScoringEngine
-from ..tasks.factcheck import load_relations
-from .activation_patching import Patch, Readout, decoder_layers, patched_readouts, token_layer_patches
-from .base import Instance, Metric, register_metric
+from ..api import Counterfactual, Engine, Instance, LabelRequest, Metric, register_metric, symmetric_counterfactual
+from ..mechanisms.activation_patching import Patch, Readout, decoder_layers, patched_readouts, token_layer_patches
 
 VARIANTS = ("caf", "caf_m", "caf_t", "caf_l")
 POSITIONS = ("input", "changed_and_question")
 WINDOW = 10
 ZERO_NORM = 1e-6
-
-
-@dataclass(frozen=True)
-class Counterfactual:
-    """The inputs of the corrupted run: edits and question under which the designed answer flips."""
-
-    edits: tuple[str, ...]
-    question: str
-
-
-@cache
-def _factcheck_patterns() -> tuple[tuple[re.Pattern[str], re.Pattern[str], str], ...]:
-    """(statement regex, question regex, statement template) of every curated FactCheck relation."""
-
-    def pattern(template: str) -> re.Pattern[str]:
-        parts = re.split(r"(\{subject\}|\{object\})", template)
-        return re.compile("".join(f"(?P<{p[1:-1]}>.+?)" if p.startswith("{") else re.escape(p) for p in parts))
-
-    return tuple((pattern(r.statement), pattern(r.question), r.statement) for r in load_relations().values())
-
-
-def _factcheck_flip(question: str, edits: Sequence[str]) -> Counterfactual | None:
-    """Parse the question and an edit with one FactCheck relation's templates (same subject, another object)
-    and make that edit state the asked object."""
-    for statement, asked, template in _factcheck_patterns():
-        query = asked.fullmatch(question)
-        if query is None:
-            continue
-        for k, edit in enumerate(edits):
-            stated = statement.fullmatch(edit.removesuffix("."))
-            if stated and stated["subject"] == query["subject"] and stated["object"] != query["object"]:
-                flipped = template.format(subject=query["subject"], object=query["object"]) + "."
-                return Counterfactual(tuple(edits[:k]) + (flipped,) + tuple(edits[k + 1:]), question)
-    return None
-
-
-def _counting_target(question_type: str, count: int, n_items: int, question: str) -> int | None:
-    """The count under which an Object Counting question's designed answer flips."""
-    if question_type == "number":
-        options = [int(n) for n in re.findall(r"\(\w\) (\d+)", question)]
-        others = [n for n in options if n != count]
-        return others[0] if len(options) == 2 and len(others) == 1 else None
-    if question_type == "any":
-        return 0 if count > 0 else 1
-    if question_type == "all":
-        return n_items - 1 if count == n_items else n_items
-    return None
-
-
-def _counting_flip(instance: Instance, meta: dict, tokens: Callable[[str], int]) -> Counterfactual | None:
-    """Object Counting: re-type just enough items in the edits ("X is T.") that the count, and so the designed
-    answer, flips; each new type has as many tokens as the one it replaces (the pair's own types only)."""
-    items, types, target = meta.get("items", []), meta.get("types_edits", []), meta.get("target_type")
-    edits = list(instance.edits)
-    if not target or len(items) != len(types) or edits != [f"{i} is {t}." for i, t in zip(items, types)]:
-        return None
-    count = sum(t == target for t in types)
-    wanted = _counting_target(meta.get("question_type", ""), count, len(items), instance.question)
-    if wanted is None or wanted == count:
-        return None
-    size = tokens(f" {target}")
-    others = [t for t in dict.fromkeys(types + meta.get("types_counter_edits", [])) if t != target]
-    if wanted > count:
-        chosen = [k for k, t in enumerate(types) if t != target and tokens(f" {t}") == size][: wanted - count]
-        new_type = target
-    else:
-        same = [t for t in others if tokens(f" {t}") == size]
-        chosen = [k for k, t in enumerate(types) if t == target][: count - wanted] if same else []
-        new_type = same[0] if same else target
-    if len(chosen) != abs(wanted - count):
-        return None
-    for k in chosen:
-        edits[k] = f"{items[k]} is {new_type}."
-    return Counterfactual(tuple(edits), instance.question)
-
-
-def counterfactual(instance: Instance, tokens: Callable[[str], int] | None = None) -> Counterfactual | None:
-    """The pair's `flip_edits`; else a FactCheck flip (from the pair's metadata, else by parsing the inputs);
-    else, with `tokens` (a text's token count for the evaluated tokenizer), an Object Counting flip."""
-    pair = instance.pair
-    if pair is not None and pair.flip_edits:
-        return Counterfactual(tuple(pair.flip_edits), instance.question)
-    if pair is not None and pair.task == "object_counting":
-        return _counting_flip(instance, json.loads(pair.metadata), tokens) if tokens else None
-    meta = json.loads(pair.metadata) if pair is not None and pair.task == "factcheck" else {}
-    old, new = meta.get("object_edit"), meta.get("object_true")
-    if old and new:
-        tail = f"{old}."
-        if any(e.endswith(tail) for e in instance.edits):
-            return Counterfactual(tuple(e.removesuffix(tail) + f"{new}." if e.endswith(tail) else e
-                                        for e in instance.edits), instance.question)
-    return _factcheck_flip(instance.question, instance.edits)
 
 
 @dataclass(frozen=True)
@@ -158,7 +61,7 @@ class Layout:
     explanation_ids: tuple[int, ...]
 
 
-def question_positions(engine: ScoringEngine, prompt: prompts.Prompt, question: str, ids: Sequence[int]) -> list[int]:
+def question_positions(engine: Engine, prompt: prompts.Prompt, question: str, ids: Sequence[int]) -> list[int]:
     """Token positions of the question, which ends the first (user) turn of `prompt`."""
     lm = engine.lm
     text = lm.render(prompt.turns)
@@ -172,7 +75,7 @@ def question_positions(engine: ScoringEngine, prompt: prompts.Prompt, question: 
     return [i for i, (a, b) in enumerate(encoded["offset_mapping"]) if a < end and b > end - len(question) and b > a]
 
 
-def layout(engine: ScoringEngine, instance: Instance, label_index: int, cf: Counterfactual,
+def layout(engine: Engine, instance: Instance, label_index: int, cf: Counterfactual,
            positions: str = "input") -> Layout | None:
     """The instance's layout with the `positions` patched (module docstring), or None when the counterfactual
     prompts differ in token length."""
@@ -229,14 +132,14 @@ def caf_scores(answer: np.ndarray, explanation: np.ndarray, answer_m: np.ndarray
             "caf_l": cosine_similarity(answer.sum(axis=0), explanation.sum(axis=0))}
 
 
-def prepare(engine: ScoringEngine, instance: Instance, label_index: int, *, require_flip: bool = True,
+def prepare(engine: Engine, instance: Instance, label_index: int, *, require_flip: bool = True,
             positions: str = "input") -> tuple[str, Layout | None]:
     """The instance's layout with its status, or the reason it cannot be scored. With `require_flip` the
     counterfactual must change the model's answer (y_C ≠ y, paper 002 §3.1); without it, the answer's effects
     may be noise where the model ignores the replacement."""
     if not instance.explanation.strip():
         return "blank explanation", None
-    cf = counterfactual(instance, lambda text: len(engine.lm.encode(text, continuation=True)))
+    cf = symmetric_counterfactual(instance, lambda text: len(engine.lm.encode(text, continuation=True)))
     if cf is None:
         return "no counterfactual", None
     if require_flip:
@@ -289,7 +192,7 @@ class CausalFaithfulness(Metric):
     def variants(self) -> tuple[str, ...]:
         return VARIANTS
 
-    def matrices(self, engine: ScoringEngine, lay: Layout) -> tuple[np.ndarray, float]:
+    def matrices(self, engine: Engine, lay: Layout) -> tuple[np.ndarray, float]:
         """Effects [single | windowed, tokens, layers, answer | explanation] and p_*(ŷ), the corrupted run's."""
         model = engine.lm.model
         n_layers = len(decoder_layers(model))
@@ -302,7 +205,7 @@ class CausalFaithfulness(Metric):
                                batch_size=self.batch_size, progress=engine.progress)
         return (out[1:] - out[0]).numpy().reshape(2, len(lay.positions), len(layers), 2), float(out[0, 0])
 
-    def score_instances(self, instances: Sequence[Instance], engine: ScoringEngine) -> dict[str, np.ndarray]:
+    def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
         scores = {v: np.full(len(instances), np.nan) for v in VARIANTS}
         requests = [LabelRequest(prompts.direct(i.edits, i.question), i.choices) for i in instances]
         probs = engine.label_probs(requests, desc=self.name)

@@ -38,9 +38,8 @@ from captum.attr import ShapleyValueSampling
 from scipy.spatial import distance
 from tqdm.auto import tqdm
 
+from ..api import Encoded, Engine, Instance, LabelRequest, Metric, register_metric
 from .. import prompts
-from ..scoring import Encoded, LabelRequest, ScoringEngine
-from .base import Instance, Metric, register_metric
 
 VARIANTS = ("post_hoc", "cot")
 
@@ -64,7 +63,7 @@ def _overlapping(offsets: Sequence[tuple[int, int]], start: int, end: int) -> li
     return [i for i, (a, b) in enumerate(offsets) if a < end and b > start and b > a] if end > start else []
 
 
-def _tokenize(engine: ScoringEngine, text: str, expected: tuple[int, ...], *,
+def _tokenize(engine: Engine, text: str, expected: tuple[int, ...], *,
               continuation: bool) -> list[tuple[int, int]]:
     """Character offsets of `text`'s tokens, checked against the engine's own encoding."""
     lm = engine.lm
@@ -74,7 +73,7 @@ def _tokenize(engine: ScoringEngine, text: str, expected: tuple[int, ...], *,
     return [tuple(o) for o in encoded["offset_mapping"]]
 
 
-def layout(engine: ScoringEngine, prompt: prompts.Prompt, question: str, explanation: str, labels: Sequence[str],
+def layout(engine: Engine, prompt: prompts.Prompt, question: str, explanation: str, labels: Sequence[str],
            label_context: Encoded | None = None) -> Layout:
     """Split `prompt` for attribution. The question ends its first (user) turn; the explanation starts the
     continuation after one space; the labels are scored after the whole prompt, or after `label_context`
@@ -108,7 +107,7 @@ class CoalitionForward:
     per row, scored through the engine; results are memoised by coalition (the full input recurs in every
     permutation)."""
 
-    def __init__(self, engine: ScoringEngine, lay: Layout, label_index: int) -> None:
+    def __init__(self, engine: Engine, lay: Layout, label_index: int) -> None:
         self.engine, self.layout, self.label_index = engine, lay, label_index
         self.memo: dict[tuple[int, ...], torch.Tensor] = {}
 
@@ -134,7 +133,7 @@ class CoalitionForward:
         return torch.cat([label.reshape(1), tokens])
 
 
-def attributions(engine: ScoringEngine, lay: Layout, label_index: int, *, baseline_id: int, n_samples: int,
+def attributions(engine: Engine, lay: Layout, label_index: int, *, baseline_id: int, n_samples: int,
                  seed: int) -> np.ndarray:
     """Shapley values, shape (1 + T, n_question_tokens): row 0 for the log-odds of ŷ, then one row per explanation
     token."""
@@ -164,7 +163,7 @@ def cc_shap_score(prediction: np.ndarray, explanation: np.ndarray) -> float:
     return float(1.0 - distance.cosine(prediction / np.abs(prediction).sum(), profile))
 
 
-def post_hoc_layout(engine: ScoringEngine, instance: Instance, answer: int) -> Layout:
+def post_hoc_layout(engine: Engine, instance: Instance, answer: int) -> Layout:
     """The CC-SHAP post-hoc prompt holding the answer (Fig. 13), split for attribution; ŷ is read where the answer
     stands, after the direct prompt it repeats."""
     prompt = prompts.post_hoc(instance.edits, instance.question, instance.choices[answer], instance.explanation,
@@ -173,7 +172,7 @@ def post_hoc_layout(engine: ScoringEngine, instance: Instance, answer: int) -> L
                   engine.encode(prompts.direct(instance.edits, instance.question)))
 
 
-def cot_layouts(engine: ScoringEngine, instance: Instance) -> tuple[Layout, Layout]:
+def cot_layouts(engine: Engine, instance: Instance) -> tuple[Layout, Layout]:
     """The direct prompt (for ŷ) and the CoT prompt (Fig. 12, for the explanation), each split for attribution."""
     return (layout(engine, prompts.direct(instance.edits, instance.question), instance.question, "",
                    instance.choices),
@@ -204,7 +203,7 @@ class CCShap(Metric):
     def variants(self) -> tuple[str, ...]:
         return self._variants
 
-    def score_instances(self, instances: Sequence[Instance], engine: ScoringEngine) -> dict[str, np.ndarray]:
+    def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
         baseline = engine.lm.encode(self.baseline, continuation=True)
         if len(baseline) != 1:
             raise ValueError(f"baseline {self.baseline!r} is {len(baseline)} tokens for {engine.lm.name} (needs one)")
@@ -220,7 +219,7 @@ class CCShap(Metric):
         bar.close()
         return scores
 
-    def _scores(self, engine: ScoringEngine, instance: Instance, answer: int, baseline_id: int) -> dict[str, float]:
+    def _scores(self, engine: Engine, instance: Instance, answer: int, baseline_id: int) -> dict[str, float]:
         """One instance's CC-SHAP per selected variant. The prediction's attribution is the direct prompt's, which
         the post-hoc prompt repeats: computed once for both variants. NaN without question or explanation tokens,
         or when the CoT prompt splits the question into a different number of tokens than the direct prompt (its

@@ -27,10 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import prompts
-from ..scoring import LabelRequest, ScoringEngine
-from .base import Instance, Metric, register_metric
-from .cct import point_biserial, spearman, tvd
-from .interventions import NUMBER, content_words, mentioned_count, random_insertions, seed_for, text_forms, word_forms
+from ..api import Engine, Instance, LabelRequest, Metric, register_metric
+from ..dataset_metrics.cct import point_biserial, spearman, tvd
+from ..mechanisms.interventions import NUMBER, content_words, mentioned_count, random_insertions, seed_for, text_forms, word_forms
 
 
 @dataclass(frozen=True)
@@ -94,7 +93,7 @@ class CCTPair(Metric):
     def variants(self) -> tuple[str, ...]:
         return ("pointbiserial", "spearman")
 
-    def score_instances(self, instances: Sequence[Instance], engine: ScoringEngine) -> dict[str, np.ndarray]:
+    def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
         plans = [interventions(i, self.max_facts, self.max_insertions, self.seed) for i in instances]
         requests = [label_request(i, i.edits, i.question) for i in instances]
         requests += [label_request(i, v.edits, v.question) for i, plan in zip(instances, plans) for v in plan]

@@ -6,10 +6,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..scoring import ScoringEngine
-from .base import Instance, Metric, register_metric
-from .cot_corruption import Corruption, corruption_scores, variant_names
-from .truncation import first_third, heuristic_truncation
+from ..api import Engine, Instance, Metric, register_metric
+from ..mechanisms.cot_corruption import Corruption, corruption_scores, variant_names
+from ..mechanisms.truncation import first_third, heuristic_truncation
 
 CORRUPTIONS = (Corruption("first_third", first_third), Corruption("heuristic", heuristic_truncation))
 
@@ -24,5 +23,5 @@ class EarlyAnswering(Metric):
     def variants(self) -> tuple[str, ...]:
         return variant_names(CORRUPTIONS)
 
-    def score_instances(self, instances: Sequence[Instance], engine: ScoringEngine) -> dict[str, np.ndarray]:
+    def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
         return corruption_scores(instances, engine, CORRUPTIONS, desc=self.name)

@@ -7,9 +7,8 @@ from functools import partial
 
 import numpy as np
 
-from ..scoring import ScoringEngine
-from .base import Instance, Metric, register_metric
-from .cot_corruption import Corruption, corruption_scores, variant_names
+from ..api import Engine, Instance, Metric, register_metric
+from ..mechanisms.cot_corruption import Corruption, corruption_scores, variant_names
 
 FILLERS = {"dots": "...", "stars": "***", "dashes": "---", "dollars": "$$$", "pilcrows": "¶¶¶"}
 
@@ -41,5 +40,5 @@ class FillerTokens(Metric):
     def variants(self) -> tuple[str, ...]:
         return variant_names(CORRUPTIONS)
 
-    def score_instances(self, instances: Sequence[Instance], engine: ScoringEngine) -> dict[str, np.ndarray]:
+    def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
         return corruption_scores(instances, engine, CORRUPTIONS, desc=self.name)

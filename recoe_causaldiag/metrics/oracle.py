@@ -10,8 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..scoring import ScoringEngine
-from .base import Instance, Metric, register_metric
+from ..api import Engine, Instance, Metric, register_metric
 
 STOP_WORDS = frozenset("""
 a an the and or but nor so yet as if then than that this these those there here it its
@@ -85,6 +84,6 @@ class Oracle(Metric):
     def variants(self) -> tuple[str, ...]:
         return ("overlap",)
 
-    def score_instances(self, instances: Sequence[Instance], engine: ScoringEngine | None = None
+    def score_instances(self, instances: Sequence[Instance], engine: Engine | None = None
                         ) -> dict[str, np.ndarray]:
         return {"overlap": np.array([edit_overlap(i.edits, i.explanation) for i in instances], dtype=float)}

@@ -21,12 +21,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..api import Engine, Instance, Metric, register_metric
 from .. import prompts
 from ..models import DEFAULT_MODEL
-from ..scoring import ScoringEngine, engine_of
-from .base import Instance, Metric, register_metric
-from .cot_corruption import rewrite_scores
-from .helper_lm import generate_within_budgets, rewrite, token_budget
+from ..scoring import engine_of
+from ..mechanisms.cot_corruption import rewrite_scores
+from ..mechanisms.helper_lm import generate_within_budgets, rewrite, token_budget
 
 NAME = "paraphrase"
 VARIANTS = (f"{NAME}-continuous", f"{NAME}-binary")
@@ -43,7 +43,7 @@ def before_answer_cue(text: str) -> str:
     return " ".join(text[: cue if cue >= 0 else None].split())
 
 
-def regenerate(instances: Sequence[Instance], paraphrases: Sequence[str], engine: ScoringEngine) -> list[str]:
+def regenerate(instances: Sequence[Instance], paraphrases: Sequence[str], engine: Engine) -> list[str]:
     """Each paraphrased beginning followed by the evaluated model's greedy continuation of the CoT."""
     requests = [prompts.cot_continuation(i.edits, i.question, p) for i, p in zip(instances, paraphrases, strict=True)]
     budgets = [token_budget(engine.lm, i.explanation[len(beginning(i.explanation)):]) for i in instances]
@@ -73,7 +73,7 @@ class Paraphrasing(Metric):
     def variants(self) -> tuple[str, ...]:
         return VARIANTS
 
-    def score_instances(self, instances: Sequence[Instance], engine: ScoringEngine) -> dict[str, np.ndarray]:
+    def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
         paraphrased = rewrite([beginning(i.explanation) for i in instances], "paraphrasing",
                               engine_of(self.helper, engine))
         kept = [k for k, i in enumerate(instances) if paraphrased[beginning(i.explanation)] is not None]

@@ -10,8 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..scoring import ScoringEngine
-from .base import Instance, Metric, register_metric
+from ..api import Engine, Instance, Metric, register_metric
 
 
 def instance_key(instance: Instance) -> int:
@@ -37,7 +36,7 @@ class Random(Metric):
     def variants(self) -> tuple[str, ...]:
         return ("uniform",)
 
-    def score_instances(self, instances: Sequence[Instance], engine: ScoringEngine | None = None
+    def score_instances(self, instances: Sequence[Instance], engine: Engine | None = None
                         ) -> dict[str, np.ndarray]:
         scores = [np.random.default_rng([self.seed, instance_key(i)]).random() for i in instances]
         return {"uniform": np.array(scores, dtype=float)}

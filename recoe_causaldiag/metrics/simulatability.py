@@ -18,8 +18,8 @@ import numpy as np
 
 from .. import prompts
 from ..models import DEFAULT_MODEL
-from ..scoring import LabelRequest, ScoringEngine, engine_of
-from .base import Instance, Metric, register_metric
+from ..api import Engine, Instance, LabelRequest, Metric, register_metric
+from ..scoring import engine_of
 
 
 @register_metric
@@ -37,7 +37,7 @@ class Simulatability(Metric):
     def variants(self) -> tuple[str, ...]:
         return ("binary", "continuous")
 
-    def score_instances(self, instances: Sequence[Instance], engine: ScoringEngine) -> dict[str, np.ndarray]:
+    def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
         scored = [i for i, inst in enumerate(instances) if inst.explanation.strip()]
         kept = [instances[i] for i in scored]
         direct = [LabelRequest(prompts.direct(i.edits, i.question), i.choices) for i in kept]

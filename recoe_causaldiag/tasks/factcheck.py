@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..records import PairRecord, Rewrite, metadata_json, validate_records
+from ..api.records import PairRecord, Rewrite, metadata_json, validate_records
 from .sources import SourceError, SourceRow, read_curated_csv, source_path
 
 CHOICES = ("Yes", "No")

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..records import PairRecord, metadata_json, validate_records
+from ..api.records import PairRecord, metadata_json, validate_records
 from .sources import SourceError, source_path
 
 CHOICES = ("A", "B")

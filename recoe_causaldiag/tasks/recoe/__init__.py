@@ -14,13 +14,14 @@ import random
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from ...records import RECOE_SCHEMES, PairRecord, Rewrite, metadata_json, validate_records
+from ...api.records import PairRecord, Rewrite, metadata_json, validate_records
 from .arithmetic import arithmetic_candidates
 from .comparison import comparison_candidates, round_robin
 from .consistency import Conflict, resolve_conflicts
 from .datapoint import Datapoint
 from .domains import load_measures
 
+RECOE_SCHEMES = ("superlative", "comparative", "sorting", "counting", "aggregation", "subtraction")
 ITEMS_PER_SCHEME = 220
 CHOICES = ("A", "B")
 GROUP_1 = ("superlative", "comparative", "sorting")

@@ -27,9 +27,8 @@ from scipy.spatial.distance import jensenshannon
 from scipy.stats import pointbiserialr, spearmanr
 
 from .. import prompts
-from ..scoring import LabelRequest, ScoringEngine
-from .base import Instance
-from .interventions import mentions_all, random_insertions, seed_for
+from ..api import Engine, Instance, LabelRequest
+from ..mechanisms.interventions import mentions_all, random_insertions, seed_for
 
 PROB_TOLERANCE = 1e-3
 VARIANCE_TOLERANCE = 1e-12
@@ -138,7 +137,7 @@ class CounterfactualItems:
         return cct_statistics(self.probs_before, self.probs_after, self.mentions)
 
 
-def counterfactual_test_items(instances: Sequence[Instance], engine: ScoringEngine, k: int = 4, seed: int = 0, *,
+def counterfactual_test_items(instances: Sequence[Instance], engine: Engine, k: int = 4, seed: int = 0, *,
                               max_new_tokens: int = 48) -> CounterfactualItems:
     """Run the CT on (input, explanation) items: k random insertions per input (paper 004 §4.3, without the
     LLM naturalness filter), label distributions from the direct prompt under the instance's edits before

@@ -25,15 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__, prompts
-from .hub_layout import load_pairs, read_manifest, task_dataset_dir
-from .models import LanguageModel, load_model
-from .paths import cache_root
-from .records import RECOE_SCHEMES, PairRecord
-from .registry import UnknownNameError
-from .runner import select_pairs
-from .scoring import ScoringEngine
-from .tasks import DATASET_VERSION
+from ... import __version__, prompts
+from ...hub_layout import load_pairs, read_manifest, task_dataset_dir
+from ...models import LanguageModel, load_model
+from ...paths import cache_root
+from ...api.records import PairRecord
+from . import RECOE_SCHEMES
+from ...api.registry import UnknownNameError
+from ...runner import select_pairs
+from ...scoring import ScoringEngine
+from .. import DATASET_VERSION
 
 SCHEMA_VERSION = "1.0"
 EDITORS = ("ice",)

@@ -9,9 +9,7 @@ from typing import Any
 
 import datasets
 
-TASK_NAMES = ("factcheck", "analogy", "object_counting", "multihop")
-RECOE_SCHEMES = ("superlative", "comparative", "sorting", "counting", "aggregation", "subtraction")
-
+from .task import task_registry
 
 class RecordError(ValueError):
     """A record breaks the schema; the message names the row and the field."""
@@ -107,12 +105,6 @@ FEATURES = datasets.Features(
 )
 
 
-def _valid_task(task: str) -> bool:
-    if task.startswith("recoe/"):
-        return task.removeprefix("recoe/") in RECOE_SCHEMES
-    return task in TASK_NAMES
-
-
 def validate_record(record: PairRecord) -> None:
     """Raise `RecordError` naming the row and field of the first problem in one record."""
     row = record.id or "?"
@@ -120,7 +112,7 @@ def validate_record(record: PairRecord) -> None:
         value = getattr(record, name)
         if not isinstance(value, str) or not value.strip():
             raise RecordError(row, name, "must be a non-empty string")
-    if not _valid_task(record.task):
+    if record.task not in task_registry():
         raise RecordError(row, "task", f"unknown task '{record.task}'")
     if len(record.choices) < 2 or len(set(record.choices)) != len(record.choices):
         raise RecordError(row, "choices", f"needs at least two distinct labels, got {list(record.choices)}")

@@ -5,38 +5,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from ..records import PairRecord
-from ..registry import Registry
-from ..scoring import ScoringEngine
-
-
-@dataclass(frozen=True)
-class Instance:
-    """One explanation of the evaluated model's answer to one input under its edits (ICE)."""
-
-    question: str
-    choices: tuple[str, ...]
-    edits: tuple[str, ...]
-    explanation: str
-    pair: PairRecord | None = None
-
-    @classmethod
-    def from_pair(cls, pair: PairRecord, explanation: str) -> Instance:
-        return cls(pair.question, tuple(pair.choices), tuple(pair.edits), explanation, pair)
-
-
-@dataclass(frozen=True)
-class VariantScores:
-    """Per-pair scores of one metric variant; NaN where the metric cannot score (never a made-up number)."""
-
-    variant: str
-    faithful: np.ndarray
-    unfaithful: np.ndarray
+from .engine import Engine
+from .instance import Instance, VariantScores
+from .records import PairRecord
+from .registry import Registry
 
 
 class Metric(ABC):
@@ -52,10 +28,10 @@ class Metric(ABC):
         """Names of the variants that `score_instances` returns, in order."""
 
     @abstractmethod
-    def score_instances(self, instances: Sequence[Instance], engine: ScoringEngine) -> Mapping[str, np.ndarray]:
+    def score_instances(self, instances: Sequence[Instance], engine: Engine) -> Mapping[str, np.ndarray]:
         """Variant name → one score per instance (NaN where undefined)."""
 
-    def score(self, pairs: Sequence[PairRecord], engine: ScoringEngine) -> list[VariantScores]:
+    def score(self, pairs: Sequence[PairRecord], engine: Engine) -> list[VariantScores]:
         """Scores of both explanations of every pair, one entry per variant."""
         instances = [Instance.from_pair(p, e) for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)]
         scores = self.score_instances(instances, engine)
@@ -69,3 +45,10 @@ METRICS: Registry[type[Metric]] = Registry("metric")
 def register_metric(cls: type[Metric]) -> type[Metric]:
     """Class decorator: add a metric to the registry under its `name`."""
     return METRICS.add(cls.name, cls)
+
+
+def metric_registry() -> Registry[type[Metric]]:
+    """The registered metrics (importing the metrics package registers them)."""
+    from .. import metrics  # noqa: F401  (registers the metrics on first use)
+
+    return METRICS

@@ -35,8 +35,8 @@ from tqdm.auto import tqdm
 from .. import prompts
 from ..models import LanguageModel
 from ..paths import cache_root
-from ..scoring import ScoringEngine, engine_of
-from .base import Instance
+from ..api import Engine, Instance
+from ..scoring import engine_of
 from .cot_corruption import Corruption, corruption_scores
 
 HELPER_PROMPTS: dict[str, Callable[[str], prompts.Prompt]] = {
@@ -122,7 +122,7 @@ def clean_rewrite(output: HelperOutput, explanation: str) -> str | None:
     return text if words(text) and words(text) != words(explanation) else None
 
 
-def generate_within_budgets(engine: ScoringEngine, prompt_list: Sequence[prompts.Prompt], budgets: Sequence[int],
+def generate_within_budgets(engine: Engine, prompt_list: Sequence[prompts.Prompt], budgets: Sequence[int],
                             desc: str) -> list[HelperOutput]:
     """Greedy outputs, batched by similar token budget; each is cut to its own budget.
 
@@ -145,14 +145,14 @@ def generate_within_budgets(engine: ScoringEngine, prompt_list: Sequence[prompts
     return outputs
 
 
-def generate_rewrites(texts: Sequence[str], kind: str, helper: ScoringEngine) -> list[HelperOutput]:
+def generate_rewrites(texts: Sequence[str], kind: str, helper: Engine) -> list[HelperOutput]:
     """Raw helper outputs for `texts` under the `kind` prompt, each within its `token_budget`."""
     build = HELPER_PROMPTS[kind]
     return generate_within_budgets(helper, [build(text) for text in texts],
                                    [token_budget(helper.lm, text) for text in texts], desc=f"helper {kind}")
 
 
-def rewrite(explanations: Sequence[str], kind: str, helper: ScoringEngine,
+def rewrite(explanations: Sequence[str], kind: str, helper: Engine,
             cache_store: HelperCache | None = None) -> dict[str, str | None]:
     """Explanation → cleaned helper rewrite (None where the corruption failed), generating only uncached ones."""
     store = cache_store or HelperCache.default()
@@ -179,7 +179,7 @@ class HelperCorruption:
     def variants(self) -> tuple[str, ...]:
         return (f"{self.name}-continuous", f"{self.name}-binary")
 
-    def scores(self, instances: Sequence[Instance], engine: ScoringEngine, helper: str,
+    def scores(self, instances: Sequence[Instance], engine: Engine, helper: str,
                desc: str) -> dict[str, np.ndarray]:
         """`corruption_scores` with the helper's rewrites; NaN where the helper's rewrite failed."""
         helper_lm = engine_of(helper, engine)

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import prompts
-from ..scoring import LabelRequest, ScoringEngine
-from .base import Instance
+from ..api import Engine, Instance, LabelRequest
 
 
 @dataclass(frozen=True)
@@ -30,7 +29,7 @@ def label_request(instance: Instance, explanation: str) -> LabelRequest:
     return LabelRequest(prompts.cot(instance.edits, instance.question, explanation), tuple(instance.choices))
 
 
-def corruption_scores(instances: Sequence[Instance], engine: ScoringEngine, corruptions: Sequence[Corruption], *,
+def corruption_scores(instances: Sequence[Instance], engine: Engine, corruptions: Sequence[Corruption], *,
                       invert: bool = False, desc: str = "corruptions") -> dict[str, np.ndarray]:
     """Continuous and binary scores of every corruption for every instance; NaN for a blank explanation, which
     has nothing to corrupt."""
@@ -38,7 +37,7 @@ def corruption_scores(instances: Sequence[Instance], engine: ScoringEngine, corr
     return rewrite_scores(instances, engine, corrupted, invert=invert, desc=desc)
 
 
-def rewrite_scores(instances: Sequence[Instance], engine: ScoringEngine, rewrites: Mapping[str, Sequence[str]], *,
+def rewrite_scores(instances: Sequence[Instance], engine: Engine, rewrites: Mapping[str, Sequence[str]], *,
                    invert: bool = False, desc: str = "corruptions") -> dict[str, np.ndarray]:
     """`corruption_scores` for explanations already rewritten: name → one rewritten explanation per instance."""
     n = len(instances)

@@ -1,0 +1,16 @@
+"""The contracts of the package: records, instances, the engine protocol, metrics, tasks, registries, run specs
+and per-pair score rows. Implementations depend on these, never on each other."""
+
+from .engine import Encoded, Engine, LabelRequest
+from .instance import Counterfactual, Instance, VariantScores
+from .metric import METRICS, Metric, metric_registry, register_metric
+from .records import FEATURES, PairRecord, RecordError, Rewrite, metadata_json, validate_record, validate_records
+from .registry import Registry, UnknownNameError
+from .task import (DATASETS, TASKS, CounterfactualHook, DatasetSpec, TaskSpec, TokenCounter, dataset_registry,
+                   register_dataset, symmetric_counterfactual, task_registry)
+
+__all__ = ["DATASETS", "FEATURES", "METRICS", "TASKS", "Counterfactual", "CounterfactualHook", "DatasetSpec",
+           "Encoded", "Engine", "Instance", "LabelRequest", "Metric", "PairRecord", "RecordError", "Registry",
+           "Rewrite", "TaskSpec", "TokenCounter", "UnknownNameError", "VariantScores", "dataset_registry",
+           "metadata_json", "metric_registry", "register_dataset", "register_metric", "symmetric_counterfactual",
+           "task_registry", "validate_record", "validate_records"]
