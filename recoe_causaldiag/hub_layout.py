@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from importlib.resources import files
 from pathlib import Path
@@ -17,6 +14,7 @@ import yaml
 
 from . import __version__
 from .api.records import FEATURES, PairRecord
+from .paths import staged_folder
 from .tasks import DATASETS, DATASET_VERSION, RELEASE_DATE, TASKS
 
 MANIFEST = "MANIFEST.json"
@@ -95,9 +93,7 @@ def write_dataset(name: str, configs: Mapping[str, list[PairRecord]], out_dir: P
                   seed: int = 0) -> Path:
     """Write `out_dir/<name>/` (replacing it whole, never half-written) and return its path."""
     target = Path(out_dir) / name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
-    try:
+    with staged_folder(target) as staging:
         sizes = {}
         for config, records in configs.items():
             folder = staging / _config_dir(config)
@@ -111,12 +107,6 @@ def write_dataset(name: str, configs: Mapping[str, list[PairRecord]], out_dir: P
                      for p in sorted(staging.rglob("*")) if p.is_file()}
         manifest = {"name": name, "version": version, "seed": seed, "num_rows": counts, "files": checksums}
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging, target)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
     return target
 
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
-import os
 import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +14,7 @@ import torch
 from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from .paths import cache_root
+from .paths import cache_root, staged_folder
 from .prompts import Turn
 from .api.registry import Registry, UnknownNameError
 
@@ -141,9 +139,7 @@ def _cache_is_complete(folder: Path, fingerprint: dict[str, object]) -> bool:
 def _convert_gguf(gguf: Path, target: Path, fingerprint: dict[str, object]) -> None:
     """Dequantize a GGUF once and store it as float16 safetensors; the folder appears whole or not at all."""
     log.warning("converting %s to a float16 safetensors cache in %s (one time, 20-60 s)", gguf.name, target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
+    with staged_folder(target) as staging:
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
         if getattr(model, "hf_quantizer", None) is not None:
@@ -152,12 +148,6 @@ def _convert_gguf(gguf: Path, target: Path, fingerprint: dict[str, object]) -> N
         tokenizer.save_pretrained(staging)
         files = {p.name: p.stat().st_size for p in staging.iterdir() if p.is_file()}
         (staging / _MARKER).write_text(json.dumps({"source": fingerprint, "files": files}, indent=1))
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging, target)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
 
 
 def packaged_model_dir(name: str) -> Path:
