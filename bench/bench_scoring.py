@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from recoe_causaldiag.hub_layout import load_pairs, task_dataset_dir
 from recoe_causaldiag.metrics import Instance
-from recoe_causaldiag.mechanisms.cot_corruption import corruption_scores, label_request
+from recoe_causaldiag.mechanisms.cot_corruption import corruption_scores
+from recoe_causaldiag.mechanisms.prompting import label_request
 from recoe_causaldiag.metrics.filler_tokens import CORRUPTIONS
 from recoe_causaldiag.models import DEFAULT_MODEL, load_model
-from recoe_causaldiag.runner import select_pairs
 from recoe_causaldiag.scoring import ScoringEngine, naive_label_probs
+from recoe_causaldiag.task_pairs import iter_task_pairs
 
 
 def main() -> None:
@@ -30,8 +30,8 @@ def main() -> None:
     args = parser.parse_args()
     lm = load_model(args.model)
     with tempfile.TemporaryDirectory() as tmp:
-        folder, config = task_dataset_dir("factcheck", Path(tmp))
-        pairs = select_pairs(load_pairs(folder, config), args.pairs, seed=0)
+        (factcheck,) = iter_task_pairs(("factcheck",), Path(tmp), limit=args.pairs, seed=0)
+    pairs = factcheck.pairs
     instances = [Instance.from_pair(p, e) for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)]
     requests = [label_request(i, c.apply(i.explanation) if c else i.explanation) for c in (None, *CORRUPTIONS)
                 for i in instances]

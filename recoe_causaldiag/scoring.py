@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator, Sequence
-from functools import cache
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .api.engine import Encoded, LabelRequest
+from .api.engine import Encoded, Engine, LabelRequest
 from .models import LanguageModel, load_model
 from .prompts import Prompt
 
@@ -168,15 +167,22 @@ class ScoringEngine:
         return out
 
 
-@cache
-def auxiliary_engine(name: str) -> ScoringEngine:
-    """A scoring engine over a model that serves a metric (simulator, helper LM), loaded once per process."""
-    return ScoringEngine(load_model(name))
+SHARED_ENGINES: dict[tuple[str, bool], ScoringEngine] = {}
+"""The engines of `shared_engine`, by model name and whether they show progress bars."""
 
 
-def engine_of(name: str, evaluated: ScoringEngine) -> ScoringEngine:
-    """The evaluated model's own engine when `name` is that model, else the shared auxiliary engine for `name`."""
-    return evaluated if evaluated.lm.name == name else auxiliary_engine(name)
+def shared_engine(name: str, *, progress: bool = True) -> ScoringEngine:
+    """A scoring engine over the model `name`, loaded on first use and kept for the life of the process: for a model
+    that serves a metric (simulator, helper LM) and for the model an `evaluate` module scores with (there without
+    progress bars)."""
+    if (name, progress) not in SHARED_ENGINES:
+        SHARED_ENGINES[name, progress] = ScoringEngine(load_model(name), progress=progress)
+    return SHARED_ENGINES[name, progress]
+
+
+def engine_of(name: str, evaluated: Engine) -> Engine:
+    """The evaluated model's own engine when `name` is that model, else the shared engine for `name`."""
+    return evaluated if evaluated.lm.name == name else shared_engine(name)
 
 
 def _left_pad(seqs: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:

@@ -29,7 +29,7 @@ def default_lm():
 @pytest.fixture(scope="session")
 def factcheck_dir(tmp_path_factory):
     """FactCheck built once into a temporary folder (Hub layout)."""
-    from recoe_causaldiag.hub_layout import build_dataset
+    from recoe_causaldiag.dataset_building import build_dataset
 
     return build_dataset("factcheck", tmp_path_factory.mktemp("datasets"))
 
@@ -44,7 +44,8 @@ def factcheck_pairs(factcheck_dir):
 @pytest.fixture(scope="session")
 def task_pairs(tmp_path_factory, factcheck_pairs):
     """The first 40 pairs of every registered task, built once per test session (for the sanity references)."""
-    from recoe_causaldiag.hub_layout import build_dataset, load_pairs
+    from recoe_causaldiag.dataset_building import build_dataset
+    from recoe_causaldiag.hub_layout import load_pairs
     from recoe_causaldiag.tasks import DATASETS
 
     out = tmp_path_factory.mktemp("task_datasets")

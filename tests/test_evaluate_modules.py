@@ -1,13 +1,17 @@
-"""Every `evaluate` module: complete folder, loads offline, and its card's example runs."""
+"""Every `evaluate` module: generated from the library and in sync, complete folder, loads offline, and its
+card's example runs."""
 
+import contextlib
 import math
+import re
 from pathlib import Path
 
 import pytest
-
-from recoe_causaldiag.metrics import METRICS
-
 from cards import card_examples, card_namespace
+
+from recoe_causaldiag.cli import main
+from recoe_causaldiag.evaluate_modules import GENERATED_FILES, card_skeleton, module_registry, out_of_sync
+from recoe_causaldiag.metrics import METRICS
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = sorted(p.name for p in (ROOT / "metrics_evaluate").iterdir() if p.is_dir() and not p.name.startswith("_"))
@@ -17,9 +21,45 @@ SECTIONS = ("## Metric Description", "## How to Use", "### Inputs", "### Output 
 
 def test_every_registered_metric_is_one_library_file_one_test_file_one_module():
     for name in METRICS.names():
-        assert name in MODULES, f"metric {name} has no metrics_evaluate/{name}/"
+        assert name in MODULES, f"metric {name} has no folder: run `causaldiag evaluate-module {name}`"
         assert (ROOT / "tests" / f"test_metric_{name}.py").is_file(), f"metric {name} has no test file"
         assert METRICS.get(name).__module__.startswith("recoe_causaldiag.metrics.")
+    assert set(MODULES) == set(module_registry().names()), "a folder in metrics_evaluate/ is no module of the library"
+
+
+@pytest.mark.parametrize("name", module_registry().names())
+def test_generated_files_are_in_sync_with_the_library(name):
+    stale = out_of_sync(name, ROOT / "metrics_evaluate")
+    assert not stale, f"{[str(p.relative_to(ROOT)) for p in stale]}: run `causaldiag evaluate-module {name}`"
+
+
+def test_the_command_writes_generated_files_keeps_cards_and_checks(tmp_path, capsys):
+    assert main(["evaluate-module", "filler_tokens,diagnosticity", "--out", str(tmp_path)]) == 0
+    for name in ("filler_tokens", "diagnosticity"):
+        for file in (f"{name}.py", *GENERATED_FILES):
+            assert (tmp_path / name / file).read_text() == (ROOT / "metrics_evaluate" / name / file).read_text()
+    card = tmp_path / "filler_tokens" / "README.md"
+    card.write_text("a hand-written card")
+    (tmp_path / "diagnosticity" / "app.py").write_text("edited by hand")
+    assert main(["evaluate-module", "filler_tokens", "--out", str(tmp_path)]) == 0
+    assert card.read_text() == "a hand-written card"
+    capsys.readouterr()
+    assert main(["evaluate-module", "all", "--out", str(tmp_path), "--check"]) == 1
+    stale = set(re.findall(r"out of sync: (\S+)", capsys.readouterr().out))
+    assert str(tmp_path / "diagnosticity" / "app.py") in stale and str(tmp_path / "oracle" / "oracle.py") in stale
+    assert not any(path.startswith(str(tmp_path / "filler_tokens")) for path in stale)
+    assert main(["evaluate-module", "filer_tokens", "--check"]) == 2
+
+
+def test_a_card_skeleton_has_every_section_and_a_runnable_example(tmp_path):
+    assert main(["evaluate-module", "oracle", "--out", str(tmp_path / "metrics_evaluate")]) == 0
+    card = (tmp_path / "metrics_evaluate" / "oracle" / "README.md").read_text()
+    assert card == card_skeleton("oracle") and card.startswith("---\n") and "app_file: app.py" in card
+    assert all(section in card for section in SECTIONS)
+    namespace: dict = {}
+    with contextlib.chdir(tmp_path):
+        exec(re.findall(r"```python\n(.*?)```", card, re.S)[0], namespace)
+    assert namespace["results"]["variant"] == "overlap" and len(namespace["results"]["scores"]) == 1
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -63,3 +103,33 @@ def test_model_module_input_errors_name_the_argument_and_index():
         check_model_inputs(**{**good, "choices": [["Yes", "No"], ["A", "B", "C"]]})
     with pytest.raises(ValueError, match="edits has 1 items"):
         check_model_inputs(**{**good, "edits": [["F."]]})
+    with pytest.raises(ValueError, match="tasks has 1 items"):
+        check_model_inputs(**good, tasks=["factcheck"])
+    with pytest.raises(ValueError, match=r"tasks\[1\] is 'factchek'"):
+        check_model_inputs(**good, tasks=["factcheck", "factchek"])
+    with pytest.raises(ValueError, match=r"metadata\[0\] is not a JSON object"):
+        check_model_inputs(**good, metadata=["[]", "{}"])
+
+
+def test_model_module_inputs_carry_what_the_runner_instances_carry():
+    from recoe_causaldiag.api import Instance
+    from recoe_causaldiag.evaluate_bridge import check_model_inputs
+
+    good = dict(question=["Q1?", "Q2?"], choices=[["Yes", "No"], ["A", "B"]], edits=[["F."], []],
+                explanations=["E1.", "E2."])
+    assert check_model_inputs(**good)[1] == Instance("Q2?", ("A", "B"), (), "E2.")
+    given = check_model_inputs(**good, tasks=["factcheck", None], metadata=['{"k": 1}', None],
+                               flip_edits=[["G."], []])
+    assert given == [Instance("Q1?", ("Yes", "No"), ("F.",), "E1.", "factcheck", ("G.",), '{"k": 1}'),
+                     Instance("Q2?", ("A", "B"), (), "E2.")]
+
+
+def test_model_module_options_are_the_metric_evaluate_options():
+    from recoe_causaldiag.evaluate_bridge import compute_model_metric
+
+    inputs = dict(question=["Q?"], choices=[["Yes", "No"]], edits=[["F."]], explanations=["F."])
+    assert compute_model_metric("random", **inputs, seed=3)["variant"] == "uniform"
+    with pytest.raises(TypeError, match="random takes no option batch_size"):
+        compute_model_metric("random", **inputs, batch_size=2)
+    with pytest.raises(ValueError, match="variant 'bogus' is not one of"):
+        compute_model_metric("cc_shap", **inputs, variant="bogus")

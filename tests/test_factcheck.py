@@ -5,7 +5,8 @@ from pathlib import Path
 import datasets
 import pytest
 
-from recoe_causaldiag.hub_layout import build_dataset, load_pairs, read_manifest
+from recoe_causaldiag.dataset_building import build_dataset
+from recoe_causaldiag.hub_layout import load_pairs, read_manifest
 from recoe_causaldiag.tasks.factcheck import build_factcheck, build_from_counterfact, load_facts, load_relations
 from recoe_causaldiag.tasks.sources import SourceError, source_path
 

@@ -16,6 +16,7 @@ import time
 import pytest
 from sqlalchemy import select
 
+from recoe_causaldiag.api.rows import PairScoreRow
 from recoe_causaldiag.leaderboard.queue import FINISHED, MODEL_JOB, JobQueue, JobRequest, RateLimited
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 from recoe_causaldiag.leaderboard.worker import TaskOutcome, Worker
@@ -64,8 +65,7 @@ def test_two_workers_claim_every_job_once(postgres_url):
             time.sleep(0.2)  # long enough that both workers are busy at once
             with lock:
                 ran.append((name, job.id))
-            return TaskOutcome("1.0.0", [{"metric": "random", "variant": "v", "pair_id": f"{job.id}", "d": 1.0,
-                                          "score_faithful": 1.0, "score_unfaithful": 0.0}])
+            return TaskOutcome("1.0.0", [PairScoreRow(f"{job.id}", task, "random", "v", 1.0, 0.0, 1.0)])
         return runner
 
     settings = LeaderboardSettings(db_url=postgres_url)

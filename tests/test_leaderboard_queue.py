@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from recoe_causaldiag.api.rows import PairScoreRow
 from recoe_causaldiag.leaderboard.queue import (FAILED, FINISHED, PENDING, RUNNING, JobQueue, JobRequest,
                                               RateLimited)
 from recoe_causaldiag.leaderboard import landlock
@@ -29,9 +30,8 @@ REQUEST = JobRequest(MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", 
                      ("factcheck", "analogy"), ("random",))
 
 
-def rows(task: str, n: int = 3) -> list[dict]:
-    return [{"metric": "random", "variant": "v", "pair_id": f"{task}-{i}", "score_faithful": 1.0,
-             "score_unfaithful": 0.0, "d": 1.0} for i in range(n)]
+def rows(task: str, n: int = 3) -> list[PairScoreRow]:
+    return [PairScoreRow(f"{task}-{i}", task, "random", "v", 1.0, 0.0, 1.0) for i in range(n)]
 
 
 @pytest.fixture()
@@ -50,6 +50,8 @@ def test_transitions_pending_running_finished_and_failed(db_url):
     assert not queue.record_task(job.id, "w2", "factcheck", "1.0.0", 1.0, rows("factcheck")), "w2 holds no job"
     assert queue.record_task(job.id, "w1", "factcheck", "1.0.0", 1.0, rows("factcheck"))
     assert not queue.record_task(job.id, "w1", "factcheck", "1.0.0", 1.0, rows("factcheck")), "stored once"
+    with pytest.raises(ValueError, match="rows of task.s. analogy cannot be stored as task factcheck"):
+        queue.record_task(job.id, "w1", "factcheck", "1.0.0", 1.0, rows("analogy"))
     assert queue.done_tasks(job.id) == {"factcheck"}
     assert queue.finish(job.id, "w1", "done")
     assert queue.get(job.id).status == FINISHED and len(queue.finished_scores()) == 3
@@ -90,7 +92,7 @@ def test_a_resubmitted_failed_job_keeps_the_tasks_it_stored(db_url):
     assert queue.submit(REQUEST, "alice", pair_cap=None).job.id == first.id
     second = Worker(queue, settings, runner=runner, name="w2").run_once()
     assert second.status == FINISHED and ran == ["analogy"], "the stored factcheck scores must not be redone"
-    assert sorted(r["pair_id"] for r in queue.finished_scores()) == ["analogy-0", "factcheck-0"]
+    assert sorted(r.row.pair_id for r in queue.finished_scores()) == ["analogy-0", "factcheck-0"]
 
 
 def test_a_worker_that_lost_its_job_stores_nothing(db_url):
@@ -165,13 +167,13 @@ WORKER_SCRIPT = textwrap.dedent("""
     import sys, time
     from recoe_causaldiag.leaderboard.queue import JobQueue
     from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
+    from recoe_causaldiag.api.rows import PairScoreRow
     from recoe_causaldiag.leaderboard.worker import TaskOutcome, Worker
 
     def runner(job, task, write):
         if task == "analogy":
             time.sleep(600)  # killed here, after factcheck was stored
-        return TaskOutcome("1.0.0", [{"metric": "random", "variant": "v", "pair_id": task + "-0",
-                                      "score_faithful": 1.0, "score_unfaithful": 0.0, "d": 1.0}])
+        return TaskOutcome("1.0.0", [PairScoreRow(task + "-0", task, "random", "v", 1.0, 0.0, 1.0)])
 
     settings = LeaderboardSettings(db_url=sys.argv[1], heartbeat_timeout_s=1)
     Worker(JobQueue.open(sys.argv[1]), settings, runner=runner, name="doomed").run_once()
@@ -204,7 +206,7 @@ def test_job_of_a_killed_worker_is_requeued_and_its_stored_task_kept(db_url, tmp
     ended = Worker(queue, settings, runner=runner, name="survivor").run_once()
     assert ended.id == job.id and ended.status == FINISHED and ended.attempts == 2
     assert ran == ["analogy"], "the task stored before the kill must not be redone"
-    assert sorted(r["pair_id"] for r in queue.finished_scores()) == ["analogy-0", "factcheck-0"]
+    assert sorted(r.row.pair_id for r in queue.finished_scores()) == ["analogy-0", "factcheck-0"]
 
 
 def test_a_job_that_errors_ends_failed_with_its_reason(db_url):

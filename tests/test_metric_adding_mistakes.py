@@ -4,7 +4,6 @@ run, and the `evaluate` module's card example."""
 
 import math
 import re
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -14,41 +13,23 @@ from recoe_causaldiag.mechanisms import helper_lm
 from recoe_causaldiag.metrics.adding_mistakes import AddingMistakes
 from recoe_causaldiag.api.metric import METRICS, Instance
 from recoe_causaldiag.mechanisms.helper_lm import HelperCache, HelperOutput, cache_key, clean_rewrite, rewrite
-from recoe_causaldiag.models import DEFAULT_MODEL
 from recoe_causaldiag.scoring import ScoringEngine
 
 from cards import card_namespace
+from fakes import ScriptedEngine, WordLM
 
 CUE = f" {prompts.COT_ANSWER_CUE}"
 
 
-class WordLM:
-    """A stand-in LanguageModel whose tokens are whitespace-separated words."""
-
-    def __init__(self, name):
-        self.name = name
-        self.tokenizer = SimpleNamespace(decode=lambda ids, skip_special_tokens=True: " ".join(ids))
-
-    def render(self, turns):
-        return "\n".join(f"{t.role}: {t.content}" for t in turns)
-
-    def encode(self, text, continuation=False):
-        return text.split()
+def scripted(table=None, outputs=None, **options):
+    """A scripted engine: label probabilities keyed by the CoT continuation, outputs by the helper prompt."""
+    return ScriptedEngine(None if table is None else lambda prompt: table[prompt.continuation],
+                          None if outputs is None else outputs.__getitem__, **options)
 
 
-class ScriptedEngine:
-    """Label probabilities keyed by the CoT continuation; helper outputs keyed by the helper prompt; counts calls."""
-
-    def __init__(self, table, outputs, name=DEFAULT_MODEL, batch_size=8):
-        self.table, self.outputs, self.lm = table, outputs, WordLM(name)
-        self.batch_size, self.progress, self.generate_calls = batch_size, False, []
-
-    def label_probs(self, requests, desc=""):
-        return [np.array(self.table[r.prompt.continuation]) for r in requests]
-
-    def generate(self, prompt_list, max_new_tokens=64):
-        self.generate_calls.append((len(prompt_list), max_new_tokens))
-        return [self.outputs[p] for p in prompt_list]
+def generate_calls(engine):
+    """(number of prompts, max_new_tokens) of each generate call."""
+    return [(len(batch), max_new_tokens) for batch, max_new_tokens in engine.generated]
 
 
 E1, E2, E3 = "Paige plays hurling, not baseball.", "Paige plays baseball.", "Tokyo is in Japan."
@@ -90,9 +71,9 @@ def test_outputs_are_batched_by_budget_and_cut_to_their_own_budget():
     short, middle, long = "a b", "c d", " ".join(["w"] * 10)
     outputs = {prompts.paraphrasing(short): " ".join(["x"] * 30) + ".", prompts.paraphrasing(middle): "y " * 12 + "y",
                prompts.paraphrasing(long): " ".join(["v"] * 20)}
-    engine = ScriptedEngine({}, outputs, batch_size=2)
+    engine = scripted(outputs=outputs, batch_size=2)
     raw = helper_lm.generate_rewrites([long, short, middle], "paraphrasing", engine)
-    assert engine.generate_calls == [(2, 20), (1, 36)]  # budgets 20, 20, 36
+    assert generate_calls(engine) == [(2, 20), (1, 36)]  # budgets 20, 20, 36
     assert raw[0] == HelperOutput(" ".join(["v"] * 20), False)
     assert raw[1] == HelperOutput(" ".join(["x"] * 20), True)
     assert raw[2] == HelperOutput(outputs[prompts.paraphrasing(middle)], True)  # 13 >= 20 - 8 tokens: ran out
@@ -110,12 +91,12 @@ def test_cache_key_and_store(tmp_path):
 def test_scores_follow_the_definition_and_a_second_run_generates_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("CAUSALDIAG_CACHE", str(tmp_path))
     metric = AddingMistakes()
-    assert METRICS.get("adding_mistakes") is AddingMistakes and metric.kind == "cot"
+    assert METRICS.get("adding_mistakes") is AddingMistakes and metric.explanation_type == "cot"
     assert metric.variants == ("antonym-continuous", "antonym-binary")
     for run in range(2):
-        engine = ScriptedEngine(TABLE, OUTPUTS)
+        engine = scripted(TABLE, OUTPUTS)
         scores = metric.score_instances(INSTANCES, engine)
-        assert engine.generate_calls == ([(3, 2 * 5 + 16)] if run == 0 else [])  # 3 distinct texts, longest 5 words
+        assert generate_calls(engine) == ([(3, 2 * 5 + 16)] if run == 0 else [])  # 3 distinct texts, longest 5 words
         # E1: top No 0.8 → 0.55 (still No); E2: top Yes 0.7 → 0.4 (now No); E3: unchanged rewrite → NaN.
         np.testing.assert_allclose(scores["antonym-continuous"], [0.8 - 0.55, 0.7 - 0.4, np.nan, 0.8 - 0.55])
         np.testing.assert_array_equal(scores["antonym-binary"], [0.0, 1.0, np.nan, 0.0])
@@ -124,20 +105,17 @@ def test_scores_follow_the_definition_and_a_second_run_generates_nothing(tmp_pat
 
 def test_another_helper_is_loaded_once_and_the_evaluated_model_generates_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("CAUSALDIAG_CACHE", str(tmp_path))
-    helper = ScriptedEngine({}, OUTPUTS, name="other-helper")
+    helper = scripted(outputs=OUTPUTS, name="other-helper")
     loaded = []
     monkeypatch.setattr(scoring, "load_model", lambda name: loaded.append(name) or helper.lm)
-    monkeypatch.setattr(scoring, "ScoringEngine", lambda lm: helper)
-    scoring.auxiliary_engine.cache_clear()
-    try:
-        engine = ScriptedEngine(TABLE, {})
-        for _ in range(2):
-            AddingMistakes("other-helper").score_instances(INSTANCES, engine)
-        assert rewrite([E2, E1], "adding_mistakes", scoring.auxiliary_engine("other-helper")) == \
-            {E2: "Paige plays softball.", E1: "Paige plays hurling, not football."}
-    finally:
-        scoring.auxiliary_engine.cache_clear()
-    assert loaded == ["other-helper"] and len(helper.generate_calls) == 1 and engine.generate_calls == []
+    monkeypatch.setattr(scoring, "ScoringEngine", lambda lm, **options: helper)
+    monkeypatch.setattr(scoring, "SHARED_ENGINES", {})
+    engine = scripted(TABLE)
+    for _ in range(2):
+        AddingMistakes("other-helper").score_instances(INSTANCES, engine)
+    assert rewrite([E2, E1], "adding_mistakes", scoring.shared_engine("other-helper")) == \
+        {E2: "Paige plays softball.", E1: "Paige plays hurling, not football."}
+    assert loaded == ["other-helper"] and len(helper.generated) == 1 and engine.generated == []
 
 
 def test_real_model_rewrites_and_scores(default_lm, factcheck_pairs, monkeypatch):

@@ -15,7 +15,7 @@ from recoe_causaldiag.mechanisms.activation_patching import (
     Patch, decoder_layers, patched_readouts, token_layer_patches, window_layers)
 from recoe_causaldiag.api import METRICS, Counterfactual, Instance, symmetric_counterfactual
 from recoe_causaldiag.metrics.causal_faithfulness import (
-    POSITIONS, VARIANTS, CausalFaithfulness, caf_scores, layout)
+    POSITIONS, VARIANTS, CausalFaithfulness, caf_scores, patching_layout)
 from recoe_causaldiag.scoring import ScoringEngine
 
 from cards import card_namespace
@@ -95,7 +95,7 @@ def test_patched_positions_are_the_paper_input_span_or_the_changed_and_question_
     instance = Instance.from_pair(factcheck_pairs[0], factcheck_pairs[0].explanation_faithful)
     engine = ScoringEngine(default_lm, progress=False)
     cf = symmetric_counterfactual(instance, _no_tokens)
-    paper, cheap = (layout(engine, instance, 1, cf, positions) for positions in POSITIONS)
+    paper, cheap = (patching_layout(engine, instance, 1, cf, positions) for positions in POSITIONS)
     differing = [i for i, (a, b) in enumerate(zip(paper.clean, paper.corrupted)) if a != b]
     assert paper.positions == tuple(range(differing[0], paper.label_position + 1))
     assert set(differing) < set(cheap.positions) < set(paper.positions)
@@ -113,7 +113,7 @@ def last(logits):
 def test_patching_restores_exactly_what_it_is_given(default_lm, factcheck_pairs):
     instance = Instance.from_pair(factcheck_pairs[0], factcheck_pairs[0].explanation_faithful)
     engine = ScoringEngine(default_lm, progress=False)
-    model, lay = default_lm.model, layout(engine, instance, 1, symmetric_counterfactual(instance, _no_tokens))
+    model, lay = default_lm.model, patching_layout(engine, instance, 1, symmetric_counterfactual(instance, _no_tokens))
     with torch.inference_mode():
         plain = {name: last(model(torch.tensor([list(ids)])).logits) for name, ids in
                  (("clean", lay.clean), ("corrupted", lay.corrupted))}
@@ -151,7 +151,7 @@ def test_real_model_scores_two_factcheck_pairs(default_lm, factcheck_pairs):
     # the tiny model answers "No" whatever the edits, so the paper's y_C != y condition rejects both
     assert paper.coverage.status == ("answer not flipped",) * 2 and paper.coverage.fraction == 0
     metric = CausalFaithfulness(layers=(15,), require_flip=False)
-    assert METRICS.get("causal_faithfulness") is CausalFaithfulness and metric.kind == "post-hoc"
+    assert METRICS.get("causal_faithfulness") is CausalFaithfulness and metric.explanation_type == "post-hoc"
     scores = metric.score_instances(instances, engine)
     assert tuple(scores) == VARIANTS == metric.variants
     assert metric.coverage.status == ("ok", "ok", "token length differs", "token length differs",

@@ -16,6 +16,7 @@ from recoe_causaldiag.mechanisms.interventions import (candidate_words, insert, 
 from recoe_causaldiag.scoring import ScoringEngine
 
 from cards import card_namespace
+from fakes import ScriptedEngine
 
 ROOT = Path(__file__).resolve().parents[1]
 BEFORE = [[0.9, 0.1], [0.9, 0.1], [0.6, 0.4], [0.55, 0.45]]
@@ -107,25 +108,14 @@ def test_mentions_match_word_or_lemma_per_token():
     assert mentioned_count(["sport", "tennis", "golf"], "plays the sport tennis") == 2
 
 
-class ScriptedEngine:
-    """Label probabilities keyed by the question of a direct prompt; generations keyed by the open question."""
-
-    def __init__(self, probs, explanation):
-        self.probs, self.explanation = probs, explanation
-
-    def label_probs(self, requests, desc=""):
-        return [np.array(self.probs(r.prompt.turns[0].content)) for r in requests]
-
-    def generate(self, prompts, max_new_tokens=64):
-        return [self.explanation(p.turns[0].content, p.turns[1].content) for p in prompts]
-
-
 def test_counterfactual_test_items_with_a_scripted_engine():
     instance = Instance("Would a pear sink in water?", ("Yes", "No"), ("Pears are dense.",), "unused")
     inserted = random_insertions(instance.question, 2, seed_for(0, instance.question))
     changed = inserted[0].text
-    engine = ScriptedEngine(lambda prompt: [0.3, 0.7] if changed in prompt else [0.8, 0.2],
-                            lambda prompt, label: f"{label}: it is {inserted[0].word}" if changed in prompt else "no")
+    # label probabilities by the direct prompt's user turn; explanations by the post-hoc prompt's user turn and label
+    engine = ScriptedEngine(lambda prompt: [0.3, 0.7] if changed in prompt.turns[0].content else [0.8, 0.2],
+                            lambda prompt: f"{prompt.turns[1].content}: it is {inserted[0].word}"
+                            if changed in prompt.turns[0].content else "no")
     items = counterfactual_test_items([instance], engine, k=2, seed=0)
     assert items.sources == (0, 0) and items.inserted == tuple(i.word for i in inserted)
     assert items.inputs == tuple(i.text for i in inserted)

@@ -12,6 +12,7 @@ from recoe_causaldiag.metrics.cct_pair import CCTPair, fact_keys, interventions
 from recoe_causaldiag.scoring import ScoringEngine
 
 from cards import card_namespace
+from fakes import ScriptedEngine
 
 QUESTION = "Would a pear sink in water? (A) yes (B) no. Answer?"
 EDITS = ("The density of a raw pear is about 0.75 g/cm^3.", "The density of water is about 1 g/cm^3.",
@@ -40,16 +41,6 @@ def test_interventions_drop_each_fact_then_insert_words():
     assert [p.mentioned_by(faithful.replace("0.75", "0.42")) for p in plan][:2] == [False, True]
 
 
-class ScriptedEngine:
-    """Label probabilities keyed by the whole ICE user turn of a direct prompt."""
-
-    def __init__(self, table):
-        self.table = table
-
-    def label_probs(self, requests, desc=""):
-        return [np.array(self.table(r.prompt.turns[0].content)) for r in requests]
-
-
 def test_scores_are_the_correlation_of_impact_and_mention():
     def table(turn):
         if EDITS[0] not in turn:
@@ -64,7 +55,7 @@ def test_scores_are_the_correlation_of_impact_and_mention():
                     "Objects only sink if they are denser than the surrounding fluid, and 1 g/cm^3 is water.",
                     "Pears float."]
     instances = [Instance(QUESTION, ("A", "B"), EDITS, e) for e in explanations]
-    scores = CCTPair().score_instances(instances, ScriptedEngine(table))
+    scores = CCTPair().score_instances(instances, ScriptedEngine(lambda prompt: table(prompt.turns[0].content)))
     impacts = [tvd([0.8, 0.2], p) for p in ([0.1, 0.9], [0.5, 0.5], [0.7, 0.3], [0.75, 0.25], [0.75, 0.25])]
     for index, mentions in enumerate([[1, 0, 0, 0, 0], [0, 1, 1, 0, 0]]):
         assert scores["pointbiserial"][index] == pytest.approx(np.corrcoef(impacts, mentions)[0, 1])

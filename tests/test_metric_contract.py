@@ -3,19 +3,22 @@
 import numpy as np
 import pytest
 
+from recoe_causaldiag.api import Engine
 from recoe_causaldiag.metrics import METRICS, Instance
 from recoe_causaldiag.mechanisms.cot_corruption import Corruption, corruption_scores
 from recoe_causaldiag.scoring import ScoringEngine
 
+from fakes import ScriptedEngine
 
-class ScriptedEngine:
-    """Answers label requests from a table keyed by the explanation text (the CoT continuation)."""
 
-    def __init__(self, table):
-        self.table = table
+def by_continuation(table):
+    """A scripted engine answering label requests from a table keyed by the CoT continuation (the explanation)."""
+    return ScriptedEngine(lambda prompt: table[prompt.continuation])
 
-    def label_probs(self, requests, desc=""):
-        return [np.array(self.table[r.prompt.continuation]) for r in requests]
+
+def test_the_scripted_engine_and_the_scoring_engine_implement_the_engine_protocol(default_lm):
+    assert isinstance(by_continuation({}), Engine)
+    assert isinstance(ScoringEngine(default_lm, progress=False), Engine)
 
 
 def test_corruption_scores_compute_the_paper_formula(factcheck_pairs):
@@ -28,10 +31,10 @@ def test_corruption_scores_compute_the_paper_formula(factcheck_pairs):
     }
     corruption = Corruption("blank", lambda e: "F" if e == faithful else "U")
     instances = [Instance.from_pair(pair, faithful), Instance.from_pair(pair, unfaithful)]
-    scores = corruption_scores(instances, ScriptedEngine(table), [corruption])
+    scores = corruption_scores(instances, by_continuation(table), [corruption])
     np.testing.assert_allclose(scores["blank-continuous"], [0.8 - 0.4, 0.7 - 0.65])
     np.testing.assert_array_equal(scores["blank-binary"], [1.0, 0.0])
-    inverted = corruption_scores(instances, ScriptedEngine(table), [corruption], invert=True)
+    inverted = corruption_scores(instances, by_continuation(table), [corruption], invert=True)
     np.testing.assert_allclose(inverted["blank-continuous"], [1 - (0.8 - 0.4), 1 - (0.7 - 0.65)])
     np.testing.assert_array_equal(inverted["blank-binary"], [0.0, 1.0])
 
@@ -41,7 +44,7 @@ def test_a_blank_explanation_has_nothing_to_corrupt_and_scores_nan(factcheck_pai
     cue = " The best answer is:"
     table = {f" {pair.explanation_faithful}{cue}": [0.2, 0.8], f"   {cue}": [0.5, 0.5], f" F{cue}": [0.6, 0.4]}
     instances = [Instance.from_pair(pair, pair.explanation_faithful), Instance.from_pair(pair, "  ")]
-    scores = corruption_scores(instances, ScriptedEngine(table), [Corruption("fill", lambda e: "F")])
+    scores = corruption_scores(instances, by_continuation(table), [Corruption("fill", lambda e: "F")])
     np.testing.assert_allclose(scores["fill-continuous"], [0.8 - 0.4, np.nan])
     np.testing.assert_array_equal(scores["fill-binary"], [1.0, np.nan])
 
@@ -65,4 +68,4 @@ def test_every_registered_metric_scores_a_small_sample(name, default_lm, factche
         assert (np.abs(finite) <= bound + 1e-9).all()
         if variant.variant.endswith("binary"):
             assert set(np.unique(finite)) <= {-1.0, 0.0, 1.0}
-    assert metric.kind in {"cot", "post-hoc", "reference"} and metric.description
+    assert metric.explanation_type in {"cot", "post-hoc", "reference"} and metric.description

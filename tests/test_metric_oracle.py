@@ -6,7 +6,7 @@ import math
 import pytest
 
 from recoe_causaldiag.api.metric import METRICS
-from recoe_causaldiag.metrics.oracle import Oracle, clauses, content_words, edit_overlap
+from recoe_causaldiag.metrics.oracle import Oracle, clauses, edit_overlap, statement_words
 from recoe_causaldiag.statistics import diagnosticity
 from recoe_causaldiag.tasks import TASKS
 
@@ -15,10 +15,10 @@ from cards import card_namespace
 
 
 def test_words_drop_function_words_but_keep_names_and_numbers():
-    assert content_words("The density of a raw pear is about 0.75 g/cm^3.") == [
+    assert statement_words("The density of a raw pear is about 0.75 g/cm^3.") == [
         "density", "raw", "pear", "0.75", "g", "cm", "3"]
-    assert content_words("Keith Richards is a member of The Who.") == ["keith", "richards", "member", "the", "who"]
-    assert content_words("A swallow flies 30-40mph.") == ["swallow", "flies", "30", "40", "mph"]
+    assert statement_words("Keith Richards is a member of The Who.") == ["keith", "richards", "member", "the", "who"]
+    assert statement_words("A swallow flies 30-40mph.") == ["swallow", "flies", "30", "40", "mph"]
 
 
 def test_clauses_split_at_punctuation_and_merge_list_items():
@@ -44,7 +44,7 @@ def test_overlap_counts_stated_facts_and_the_word_share():
 
 def test_oracle_is_registered_as_a_reference():
     assert METRICS.get("oracle") is Oracle
-    assert Oracle.kind == "reference" and Oracle.description and Oracle().variants == ("overlap",)
+    assert Oracle.explanation_type == "reference" and Oracle.description and Oracle().variants == ("overlap",)
 
 
 @pytest.mark.parametrize("task", TASKS.names())

@@ -4,36 +4,18 @@ and the `evaluate` module's card example. The helper-LM machinery
 itself is tested in test_metric_adding_mistakes.py."""
 
 import math
-from types import SimpleNamespace
 
 import numpy as np
 
 from recoe_causaldiag import prompts
 from recoe_causaldiag.api.metric import METRICS, Instance
 from recoe_causaldiag.metrics.paraphrasing import Paraphrasing, beginning
-from recoe_causaldiag.models import DEFAULT_MODEL
 from recoe_causaldiag.scoring import ScoringEngine
 
 from cards import card_namespace
+from fakes import ScriptedEngine
 
 CUE = f" {prompts.COT_ANSWER_CUE}"
-
-
-class ScriptedEngine:
-    """Label probabilities keyed by the CoT continuation; generations keyed by prompt; records generate calls."""
-
-    def __init__(self, table, outputs):
-        self.table, self.outputs, self.generated = table, outputs, []
-        self.lm = SimpleNamespace(name=DEFAULT_MODEL, encode=lambda text, continuation=False: text.split(),
-                                  render=lambda turns: "\n".join(f"{t.role}: {t.content}" for t in turns))
-        self.batch_size, self.progress = 8, False
-
-    def label_probs(self, requests, desc=""):
-        return [np.array(self.table[r.prompt.continuation]) for r in requests]
-
-    def generate(self, prompt_list, max_new_tokens=64):
-        self.generated.append(list(prompt_list))
-        return [self.outputs[p] for p in prompt_list]
 
 
 E1, E2 = "Dogs bark and so they are animals.", "A sax is an animal, so it breathes."
@@ -58,14 +40,14 @@ def test_the_first_three_quarters_are_paraphrased():
 def test_scores_are_inverted_the_ending_is_regenerated_and_helper_outputs_are_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("CAUSALDIAG_CACHE", str(tmp_path))
     metric = Paraphrasing()
-    assert METRICS.get("paraphrasing") is Paraphrasing and metric.kind == "cot"
+    assert METRICS.get("paraphrasing") is Paraphrasing and metric.explanation_type == "cot"
     assert metric.variants == ("paraphrase-continuous", "paraphrase-binary")
     for run in range(2):
-        engine = ScriptedEngine(TABLE, OUTPUTS)
+        engine = ScriptedEngine(lambda prompt: TABLE[prompt.continuation], OUTPUTS.__getitem__)
         scores = metric.score_instances(INSTANCES, engine)
         continuations = [prompts.cot_continuation((), "Q?", p) for p in ("Dogs make barks", "Saxophones are animals;")]
         helper_calls = [[prompts.paraphrasing(b) for b in (B1, B2, B3)]] if run == 0 else []
-        assert [sorted(map(repr, call)) for call in engine.generated] == \
+        assert [sorted(map(repr, call)) for call, _ in engine.generated] == \
             [sorted(map(repr, call)) for call in helper_calls + [continuations]]
         # E1: top A 0.8 → 0.9 (kept); E2: top B 0.7 → 0.45 (now A); E3: same words → NaN; blank → NaN.
         np.testing.assert_allclose(scores["paraphrase-continuous"], [1 - (0.8 - 0.9), 1 - (0.7 - 0.45), np.nan, np.nan])

@@ -26,7 +26,7 @@ def test_random_is_uniform_seeded_and_order_free():
 
 def test_random_is_registered_as_a_reference():
     assert METRICS.get("random") is Random
-    assert Random.kind == "reference" and Random.description and Random().variants == ("uniform",)
+    assert Random.explanation_type == "reference" and Random.description and Random().variants == ("uniform",)
 
 
 @pytest.mark.parametrize("task", TASKS.names())

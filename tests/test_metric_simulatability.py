@@ -2,30 +2,18 @@
 check against the uncached reference scorer, and the `evaluate` module's card example."""
 
 import math
-from types import SimpleNamespace
 
 import numpy as np
 
 from recoe_causaldiag import prompts, scoring
 from recoe_causaldiag.api.metric import METRICS, Instance
 from recoe_causaldiag.metrics.simulatability import Simulatability
-from recoe_causaldiag.models import DEFAULT_MODEL
 from recoe_causaldiag.scoring import LabelRequest, ScoringEngine, naive_label_probs
 
 from cards import card_namespace
+from fakes import ScriptedEngine
 
 LABELS = ("Yes", "No")
-
-
-class ScriptedEngine:
-    """Answers label requests from a table keyed by the whole prompt, and records what it was asked."""
-
-    def __init__(self, table, name=DEFAULT_MODEL):
-        self.table, self.lm, self.asked = table, SimpleNamespace(name=name), []
-
-    def label_probs(self, requests, desc=""):
-        self.asked += [r.prompt for r in requests]
-        return [np.array(self.table[r.prompt]) for r in requests]
 
 
 def instance(question, explanation, edits=("New fact.",)):
@@ -50,10 +38,10 @@ def expected_scores(scores):
 
 
 def test_both_variants_follow_the_definition_with_the_evaluated_model_as_simulator():
-    engine = ScriptedEngine(SIMULATOR)
+    engine = ScriptedEngine(SIMULATOR.__getitem__)
     metric = Simulatability()
     assert METRICS.get("simulatability") is Simulatability
-    assert metric.kind == "post-hoc" and metric.variants == ("binary", "continuous")
+    assert metric.explanation_type == "post-hoc" and metric.variants == ("binary", "continuous")
     scores = metric.score_instances(INSTANCES, engine)
     # the evaluated model simulating itself: S(x) = ŷ, so binary is 1[S(x, ε) = ŷ] − 1
     np.testing.assert_array_equal(scores["binary"][:3], [0 - 1, 1 - 1, 0 - 1])
@@ -63,16 +51,13 @@ def test_both_variants_follow_the_definition_with_the_evaluated_model_as_simulat
 
 def test_another_simulator_is_loaded_once_and_sees_the_fixed_edits(monkeypatch):
     loaded = []
-    simulator = ScriptedEngine(SIMULATOR, name="other-sim")
+    simulator = ScriptedEngine(SIMULATOR.__getitem__, name="other-sim")
     monkeypatch.setattr(scoring, "load_model", lambda name: loaded.append(name) or simulator.lm)
-    monkeypatch.setattr(scoring, "ScoringEngine", lambda lm: simulator)
-    scoring.auxiliary_engine.cache_clear()
-    try:
-        engine = ScriptedEngine(OWN)
-        expected_scores(Simulatability("other-sim").score_instances(INSTANCES, engine))
-        expected_scores(Simulatability("other-sim").score_instances(INSTANCES, engine))
-    finally:
-        scoring.auxiliary_engine.cache_clear()
+    monkeypatch.setattr(scoring, "ScoringEngine", lambda lm, **options: simulator)
+    monkeypatch.setattr(scoring, "SHARED_ENGINES", {})
+    engine = ScriptedEngine(OWN.__getitem__)
+    expected_scores(Simulatability("other-sim").score_instances(INSTANCES, engine))
+    expected_scores(Simulatability("other-sim").score_instances(INSTANCES, engine))
     assert loaded == ["other-sim"]
     assert set(engine.asked) == set(OWN) and set(simulator.asked) == set(SIMULATOR)
 

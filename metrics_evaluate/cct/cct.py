@@ -1,14 +1,17 @@
-"""Correlational Counterfactual Test (CCT) as an `evaluate` module; the logic lives in `recoe_causaldiag`."""
+"""Correlational Counterfactual Test (CCT) as an `evaluate` module; the logic lives in `recoe_causaldiag`. Generated
+from `recoe_causaldiag.dataset_metrics.cct.cct_statistics` by `causaldiag evaluate-module cct`: edit the library, not
+this file."""
 
 import evaluate
 
-from recoe_causaldiag.evaluate_bridge import intervention_features
 from recoe_causaldiag.dataset_metrics.cct import cct_statistics
+from recoe_causaldiag.evaluate_bridge import intervention_features
 
-_DESCRIPTION = """Correlational Counterfactual Test (Siegel et al., 2024): over many word-insertion interventions, the
-point-biserial correlation between the prediction impact (total variation distance between the label distributions
-before and after) and whether the explanation mentions the inserted word; with its Jensen-Shannon and Spearman
-variants and the Counterfactual Test unfaithfulness of Atanasova et al. (2023). Dataset-level: one number each."""
+_DESCRIPTION = """Correlational Counterfactual Test (Siegel et al., 2024): over many word-insertion interventions,
+the point-biserial correlation between the prediction impact (total variation distance between the label
+distributions before and after) and whether the explanation mentions the inserted word; with its Jensen-Shannon and
+Spearman variants and the Counterfactual Test unfaithfulness of Atanasova et al. (2023). Dataset-level: one number
+each."""
 
 _KWARGS_DESCRIPTION = """
 Args:
@@ -24,7 +27,8 @@ Returns:
 """
 
 _CITATION = """@inproceedings{siegel2024probabilities,
-  title={The Probabilities Also Matter: A More Faithful Metric for Faithfulness of Free-Text Explanations in Large Language Models},
+  title={The Probabilities Also Matter: A More Faithful Metric for Faithfulness of Free-Text Explanations in
+         Large Language Models},
   author={Siegel, Noah Y. and Camburu, Oana-Maria and Heess, Nicolas and Perez-Ortiz, Maria},
   booktitle={Proceedings of ACL (Short Papers)}, year={2024}
 }"""
@@ -34,10 +38,19 @@ _CITATION = """@inproceedings{siegel2024probabilities,
 class CCT(evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
-            module_type="metric", description=_DESCRIPTION, citation=_CITATION, inputs_description=_KWARGS_DESCRIPTION,
-            features=intervention_features())
+            module_type="metric",
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=intervention_features(),
+        )
 
     def _compute(self, probs_before, probs_after, mentions):
         result = cct_statistics(probs_before, probs_after, mentions)
-        return {"cct": result.cct, "cct_js": result.cct_js, "cct_spearman": result.cct_spearman,
-                "ct_unfaithfulness": result.ct_unfaithfulness, "n": result.n}
+        return {
+            "cct": result.cct,
+            "cct_js": result.cct_js,
+            "cct_spearman": result.cct_spearman,
+            "ct_unfaithfulness": result.ct_unfaithfulness,
+            "n": result.n,
+        }

@@ -1,13 +1,15 @@
-"""Counterfactual Test (CT) unfaithfulness as an `evaluate` module; the logic lives in `recoe_causaldiag`."""
+"""Counterfactual Test (CT) unfaithfulness as an `evaluate` module; the logic lives in `recoe_causaldiag`. Generated
+from `recoe_causaldiag.dataset_metrics.cct.cct_statistics` by `causaldiag evaluate-module counterfactual_test`: edit
+the library, not this file."""
 
 import evaluate
 
-from recoe_causaldiag.evaluate_bridge import intervention_features
 from recoe_causaldiag.dataset_metrics.cct import cct_statistics
+from recoe_causaldiag.evaluate_bridge import intervention_features
 
 _DESCRIPTION = """Counterfactual Test (Atanasova et al., 2023): words are inserted into the inputs; among the
-interventions that change the model's predicted label, the share whose (regenerated) explanation does not
-mention the inserted word. Dataset-level; higher = more unfaithful."""
+interventions that change the model's predicted label, the share whose (regenerated) explanation does not mention the
+inserted word. Dataset-level; higher = more unfaithful."""
 
 _KWARGS_DESCRIPTION = """
 Args:
@@ -23,7 +25,8 @@ Returns:
 
 _CITATION = """@inproceedings{atanasova2023faithfulness,
   title={Faithfulness Tests for Natural Language Explanations},
-  author={Atanasova, Pepa and Camburu, Oana-Maria and Lioma, Christina and Lukasiewicz, Thomas and Simonsen, Jakob Grue and Augenstein, Isabelle},
+  author={Atanasova, Pepa and Camburu, Oana-Maria and Lioma, Christina and Lukasiewicz, Thomas and
+          Simonsen, Jakob Grue and Augenstein, Isabelle},
   booktitle={Proceedings of ACL (Short Papers)}, year={2023}
 }"""
 
@@ -32,8 +35,12 @@ _CITATION = """@inproceedings{atanasova2023faithfulness,
 class CounterfactualTest(evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
-            module_type="metric", description=_DESCRIPTION, citation=_CITATION, inputs_description=_KWARGS_DESCRIPTION,
-            features=intervention_features())
+            module_type="metric",
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=intervention_features(),
+        )
 
     def _compute(self, probs_before, probs_after, mentions):
         result = cct_statistics(probs_before, probs_after, mentions)

@@ -1,13 +1,15 @@
-"""Causal diagnosticity as an `evaluate` module; the statistics live in `recoe_causaldiag.statistics`."""
+"""Causal diagnosticity as an `evaluate` module; the logic lives in `recoe_causaldiag`. Generated from
+`recoe_causaldiag.statistics.diagnosticity` by `causaldiag evaluate-module diagnosticity`: edit the library, not this
+file."""
 
-import datasets
 import evaluate
 
+from recoe_causaldiag.evaluate_bridge import score_pair_features
 from recoe_causaldiag.statistics import diagnosticity
 
 _DESCRIPTION = """Causal diagnosticity (Zaman & Srivastava): how often a faithfulness metric scores the faithful
-explanation of a pair above the unfaithful one. d = 1 if higher, 0.5 if equal, 0 if lower; D = mean d over the
-pairs both scores of which are numbers (NaN pairs are excluded and counted)."""
+explanation of a pair above the unfaithful one. d = 1 if higher, 0.5 if equal, 0 if lower; D = mean d over the pairs
+both scores of which are numbers (NaN pairs are excluded and counted)."""
 
 _KWARGS_DESCRIPTION = """
 Args:
@@ -30,11 +32,20 @@ _CITATION = """@misc{zaman2025causal,
 class Diagnosticity(evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
-            module_type="metric", description=_DESCRIPTION, citation=_CITATION, inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"faithful_scores": datasets.Value("float64"),
-                                        "unfaithful_scores": datasets.Value("float64")}))
+            module_type="metric",
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=score_pair_features(),
+        )
 
     def _compute(self, faithful_scores, unfaithful_scores, n_resamples=2000, seed=0):
-        est = diagnosticity(faithful_scores, unfaithful_scores, n_resamples=n_resamples, seed=seed)
-        return {"diagnosticity": est.value, "ci_low": est.ci_low, "ci_high": est.ci_high, "p_value": est.p_value,
-                "n_valid": est.n_valid, "n_nan": est.n_nan}
+        result = diagnosticity(faithful_scores, unfaithful_scores, n_resamples=n_resamples, seed=seed)
+        return {
+            "diagnosticity": result.value,
+            "ci_low": result.ci_low,
+            "ci_high": result.ci_high,
+            "p_value": result.p_value,
+            "n_valid": result.n_valid,
+            "n_nan": result.n_nan,
+        }

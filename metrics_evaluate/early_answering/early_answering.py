@@ -1,12 +1,14 @@
-"""Early Answering faithfulness as an `evaluate` module; the logic lives in `recoe_causaldiag`."""
+"""Early Answering as an `evaluate` module; the logic lives in `recoe_causaldiag`. Generated from
+`recoe_causaldiag.metrics.early_answering.EarlyAnswering` by `causaldiag evaluate-module early_answering`: edit the
+library, not this file."""
 
 import evaluate
 
 from recoe_causaldiag.evaluate_bridge import MODEL_INPUTS_DESCRIPTION, compute_model_metric, model_input_features
 from recoe_causaldiag.models import DEFAULT_MODEL
 
-_DESCRIPTION = """Early Answering (Lanham et al., 2023): how much the probability of the model's top label drops
-when its chain of thought is truncated. Continuous: ẑ − ẑ′; binary: 1 if the prediction changes."""
+_DESCRIPTION = """Early Answering (Lanham et al., 2023): how much the probability of the model's top label drops when
+its chain of thought is truncated. Continuous: ẑ − ẑ′; binary: 1 if the prediction changes."""
 
 _CITATION = """@article{lanham2023measuring,
   title={Measuring Faithfulness in Chain-of-Thought Reasoning},
@@ -17,9 +19,15 @@ _CITATION = """@article{lanham2023measuring,
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, MODEL_INPUTS_DESCRIPTION)
 class EarlyAnswering(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(module_type="metric", description=_DESCRIPTION, citation=_CITATION,
-                                   inputs_description=MODEL_INPUTS_DESCRIPTION, features=model_input_features())
+        return evaluate.MetricInfo(
+            module_type="metric",
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=MODEL_INPUTS_DESCRIPTION,
+            features=model_input_features(),
+        )
 
-    def _compute(self, question, choices, edits, explanations, model=DEFAULT_MODEL, variant=None):
-        return compute_model_metric("early_answering", question, choices, edits, explanations, model=model,
-                                    variant=variant)
+    def _compute(self, question, choices, edits, explanations, model=DEFAULT_MODEL, variant=None, **options):
+        return compute_model_metric(
+            "early_answering", question, choices, edits, explanations, model=model, variant=variant, **options
+        )

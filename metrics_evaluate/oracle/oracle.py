@@ -1,13 +1,13 @@
-"""The oracle sanity reference as an `evaluate` module; the logic lives in `recoe_causaldiag` (no model is used)."""
+"""Oracle (sanity reference) as an `evaluate` module; the logic lives in `recoe_causaldiag`. Generated from
+`recoe_causaldiag.metrics.oracle.Oracle` by `causaldiag evaluate-module oracle`: edit the library, not this file."""
 
 import evaluate
 
-from recoe_causaldiag.evaluate_bridge import MODEL_INPUTS_DESCRIPTION, check_model_inputs, model_input_features
-from recoe_causaldiag.metrics.oracle import Oracle as OracleReference
+from recoe_causaldiag.evaluate_bridge import MODEL_INPUTS_DESCRIPTION, compute_model_metric, model_input_features
 
-_DESCRIPTION = """Oracle (a sanity reference, not a faithfulness metric): how much of the evaluated model's edits
-the explanation states, (facts stated in full within one clause + share of the edits' content words and bigrams
-found) / (facts + 1). It reads the edits, so its causal diagnosticity should be near 1. `model` is ignored."""
+_DESCRIPTION = """Oracle (a sanity reference, not a faithfulness metric): how much of the evaluated model's edits the
+explanation states, (facts stated in full within one clause + share of the edits' content words and bigrams found) /
+(facts + 1). It reads the edits, so its causal diagnosticity should be near 1. `model` is ignored."""
 
 _CITATION = """@misc{zaman2025causal,
   title={A Causal Lens for Evaluating Faithfulness Metrics},
@@ -18,12 +18,15 @@ _CITATION = """@misc{zaman2025causal,
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, MODEL_INPUTS_DESCRIPTION)
 class Oracle(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(module_type="metric", description=_DESCRIPTION, citation=_CITATION,
-                                   inputs_description=MODEL_INPUTS_DESCRIPTION, features=model_input_features())
+        return evaluate.MetricInfo(
+            module_type="metric",
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=MODEL_INPUTS_DESCRIPTION,
+            features=model_input_features(),
+        )
 
-    def _compute(self, question, choices, edits, explanations, model=None, variant="overlap"):
-        reference = OracleReference()
-        if variant not in reference.variants:
-            raise ValueError(f"variant '{variant}' is not one of {list(reference.variants)}")
-        scores = reference.score_instances(check_model_inputs(question, choices, edits, explanations))[variant]
-        return {"scores": scores.tolist(), "variant": variant}
+    def _compute(self, question, choices, edits, explanations, model=None, variant=None, **options):
+        return compute_model_metric(
+            "oracle", question, choices, edits, explanations, model=model, variant=variant, **options
+        )

@@ -1,4 +1,6 @@
-"""Simulatability faithfulness as an `evaluate` module; the logic lives in `recoe_causaldiag`."""
+"""Simulatability as an `evaluate` module; the logic lives in `recoe_causaldiag`. Generated from
+`recoe_causaldiag.metrics.simulatability.Simulatability` by `causaldiag evaluate-module simulatability`: edit the
+library, not this file."""
 
 import evaluate
 
@@ -6,9 +8,8 @@ from recoe_causaldiag.evaluate_bridge import MODEL_INPUTS_DESCRIPTION, compute_m
 from recoe_causaldiag.models import DEFAULT_MODEL
 
 _DESCRIPTION = """Simulatability (Chan et al., 2022): how much the explanation helps a simulator LM predict the
-evaluated model's answer ŷ (given under its edits). Binary: 1[S(x, ε) = ŷ] − 1[S(x) = ŷ];
-continuous: p_S(ŷ | x, ε) − p_S(ŷ | x). Extra argument `simulator` (str): the simulator model, default the
-packaged default model."""
+evaluated model's answer ŷ (given under its edits). Binary: 1[S(x, ε) = ŷ] − 1[S(x) = ŷ]; continuous: p_S(ŷ | x, ε) −
+p_S(ŷ | x). Extra argument `simulator` (str): the simulator model, default the packaged default model."""
 
 _CITATION = """@inproceedings{chan2022frame,
   title={{FRAME}: Evaluating Rationale-Label Consistency Metrics for Free-Text Rationales},
@@ -20,9 +21,15 @@ _CITATION = """@inproceedings{chan2022frame,
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, MODEL_INPUTS_DESCRIPTION)
 class Simulatability(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(module_type="metric", description=_DESCRIPTION, citation=_CITATION,
-                                   inputs_description=MODEL_INPUTS_DESCRIPTION, features=model_input_features())
+        return evaluate.MetricInfo(
+            module_type="metric",
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=MODEL_INPUTS_DESCRIPTION,
+            features=model_input_features(),
+        )
 
-    def _compute(self, question, choices, edits, explanations, model=DEFAULT_MODEL, variant=None, simulator=None):
-        return compute_model_metric("simulatability", question, choices, edits, explanations, model=model,
-                                    variant=variant, simulator=simulator)
+    def _compute(self, question, choices, edits, explanations, model=DEFAULT_MODEL, variant=None, **options):
+        return compute_model_metric(
+            "simulatability", question, choices, edits, explanations, model=model, variant=variant, **options
+        )

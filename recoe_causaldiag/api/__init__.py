@@ -6,11 +6,15 @@ from .instance import Counterfactual, Instance, VariantScores
 from .metric import METRICS, Metric, metric_registry, register_metric
 from .records import FEATURES, PairRecord, RecordError, Rewrite, metadata_json, validate_record, validate_records
 from .registry import Registry, UnknownNameError
+from .rows import PairScoreRow, json_number, number_from_json, without_nans
+from .run_spec import EDITORS, EXPLANATION_SOURCES, PRECISIONS, DatasetIdentity, ModelIdentity, RunSpec
 from .task import (DATASETS, TASKS, CounterfactualHook, DatasetSpec, TaskSpec, TokenCounter, dataset_registry,
                    register_dataset, symmetric_counterfactual, task_registry)
 
-__all__ = ["DATASETS", "FEATURES", "METRICS", "TASKS", "Counterfactual", "CounterfactualHook", "DatasetSpec",
-           "Encoded", "Engine", "Instance", "LabelRequest", "Metric", "PairRecord", "RecordError", "Registry",
-           "Rewrite", "TaskSpec", "TokenCounter", "UnknownNameError", "VariantScores", "dataset_registry",
-           "metadata_json", "metric_registry", "register_dataset", "register_metric", "symmetric_counterfactual",
-           "task_registry", "validate_record", "validate_records"]
+__all__ = ["DATASETS", "EDITORS", "EXPLANATION_SOURCES", "FEATURES", "METRICS", "PRECISIONS", "TASKS",
+           "Counterfactual", "CounterfactualHook", "DatasetIdentity", "DatasetSpec", "Encoded", "Engine", "Instance",
+           "LabelRequest", "Metric", "ModelIdentity", "PairRecord", "PairScoreRow", "RecordError", "Registry",
+           "Rewrite", "RunSpec", "TaskSpec", "TokenCounter", "UnknownNameError", "VariantScores", "dataset_registry",
+           "json_number", "metadata_json", "metric_registry", "number_from_json", "register_dataset",
+           "register_metric", "symmetric_counterfactual", "task_registry", "validate_record", "validate_records",
+           "without_nans"]

@@ -27,8 +27,9 @@ from scipy.spatial.distance import jensenshannon
 from scipy.stats import pointbiserialr, spearmanr
 
 from .. import prompts
-from ..api import Engine, Instance, LabelRequest
+from ..api import Engine, Instance
 from ..mechanisms.interventions import mentions_all, random_insertions, seed_for
+from ..mechanisms.prompting import label_request
 
 PROB_TOLERANCE = 1e-3
 VARIANCE_TOLERANCE = 1e-12
@@ -144,9 +145,8 @@ def counterfactual_test_items(instances: Sequence[Instance], engine: Engine, k: 
     and after, and a greedy post-hoc explanation (Fig. 11, opened at "Because") of the new prediction."""
     plans = [(index, insertion) for index, instance in enumerate(instances)
              for insertion in random_insertions(instance.question, k, seed_for(seed, instance.question))]
-    requests = [LabelRequest(prompts.direct(i.edits, i.question), tuple(i.choices)) for i in instances]
-    requests += [LabelRequest(prompts.direct(instances[s].edits, ins.text), tuple(instances[s].choices))
-                 for s, ins in plans]
+    requests = [label_request(i) for i in instances]
+    requests += [label_request(instances[s], question=ins.text) for s, ins in plans]
     probs = engine.label_probs(requests, desc="counterfactual test")
     after = probs[len(instances):]
     labels = [instances[s].choices[int(np.argmax(p))] for (s, _), p in zip(plans, after)]

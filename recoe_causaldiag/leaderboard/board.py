@@ -8,12 +8,11 @@ import threading
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from ..statistics import Estimate, copeland, diagnosticity_from_d
-from .queue import JobQueue
+from .queue import FinishedScore, JobQueue
 
 SIGNIFICANCE = 0.05
 
@@ -50,22 +49,21 @@ def significant(estimate: Estimate) -> bool:
     return not math.isnan(estimate.p_value) and estimate.p_value < SIGNIFICANCE
 
 
-def _latest_per_cell(scores: Sequence[Mapping[str, Any]]) -> dict[tuple, dict[str, float]]:
+def _latest_per_cell(scores: Sequence[FinishedScore]) -> dict[tuple, dict[str, float]]:
     """(configuration, task, metric, variant) → pair id → d, from the newest job that scored the cell."""
     newest: dict[tuple, int] = {}
     cells: dict[tuple, dict[str, float]] = defaultdict(dict)
-    for row in scores:
-        key = (row["model"], row["revision"], row["precision"], row["editor"], row["explanations"],
-               row["task"], row["metric"], row["variant"])
-        if newest.setdefault(key, row["job_id"]) < row["job_id"]:
-            newest[key] = row["job_id"]
+    for score in scores:
+        key = (*score.configuration, score.row.task, score.row.metric, score.row.variant)
+        if newest.setdefault(key, score.job_id) < score.job_id:
+            newest[key] = score.job_id
             cells[key] = {}
-        if newest[key] == row["job_id"]:
-            cells[key][row["pair_id"]] = np.nan if row["d"] is None else float(row["d"])
+        if newest[key] == score.job_id:
+            cells[key][score.row.pair_id] = score.row.d
     return cells
 
 
-def compute_board(scores: Sequence[Mapping[str, Any]], n_resamples: int = 2000) -> Board:
+def compute_board(scores: Sequence[FinishedScore], n_resamples: int = 2000) -> Board:
     cells = _latest_per_cell(scores)
     tasks = tuple(sorted({key[5] for key in cells}))
     per_row: dict[tuple, dict[str, Estimate]] = defaultdict(dict)

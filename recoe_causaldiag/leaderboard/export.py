@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..api.rows import json_number, without_nans
 from ..publish import upload_folder
 from .board import Board, compute_board
 from .queue import JobQueue
@@ -27,15 +27,11 @@ over valid pairs, 95% percentile-bootstrap CI, t-test against 0.5), the mean ove
 """
 
 
-def _json_ready(value: float) -> float | None:
-    return None if isinstance(value, float) and math.isnan(value) else value
-
-
 def board_document(board: Board) -> list[dict]:
     return [{"model": r.model, "revision": r.revision, "precision": r.precision, "editor": r.editor,
              "explanations": r.explanations, "metric": r.metric, "variant": r.variant,
-             "tasks": {t: {k: _json_ready(v) for k, v in asdict(e).items()} for t, e in r.per_task.items()},
-             "mean": _json_ready(r.mean), "copeland": _json_ready(r.copeland)} for r in board.rows]
+             "tasks": {t: without_nans(asdict(e)) for t, e in r.per_task.items()},
+             "mean": json_number(r.mean), "copeland": json_number(r.copeland)} for r in board.rows]
 
 
 def write_export(queue: JobQueue, folder: Path) -> Path:
@@ -46,8 +42,8 @@ def write_export(queue: JobQueue, folder: Path) -> Path:
     (folder / "leaderboard.json").write_text(json.dumps(board_document(compute_board(scores)), indent=1) + "\n",
                                              encoding="utf-8")
     with (folder / "pairs.jsonl").open("w", encoding="utf-8") as out:
-        for row in scores:
-            out.write(json.dumps(row) + "\n")
+        for score in scores:
+            out.write(json.dumps(score.to_json()) + "\n")
     return folder
 
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..paths import cache_root
 from ..api.records import PairRecord
+from ..api.rows import json_number, number_from_json
 from . import landlock
 from .settings import SECRET_ENV_VARS
 
@@ -161,7 +162,7 @@ def score_submitted_metric(source: str, model: str, pairs: Sequence[PairRecord],
             raise MetricRunError(f"the submitted metric failed (exit {done.returncode}): "
                                  f"{(done.stderr or done.stdout)[-OUTPUT_TAIL_CHARS:]}")
         result = json.loads(answer.read_text(encoding="utf-8"))
-    scores = np.asarray([np.nan if s is None else s for s in result["scores"]], dtype=float)
+    scores = np.asarray([number_from_json(s) for s in result["scores"]], dtype=float)
     if scores.shape != (len(instances),):
         raise MetricRunError(f"the submitted metric returned {scores.size} scores for {len(instances)} instances")
     return SubmittedScores(str(result["variant"]), scores[0::2], scores[1::2])
@@ -177,7 +178,7 @@ def _compute(request: Mapping) -> dict:
                             model=request["model"])
     if not isinstance(output, Mapping) or "scores" not in output:
         raise MetricRunError("the module's compute() must return a mapping with 'scores' (one per input)")
-    scores = [None if s is None or s != s else float(s) for s in output["scores"]]
+    scores = [json_number(s) for s in output["scores"]]
     return {"variant": str(output.get("variant", "default")), "scores": scores}
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, DateTime, Engine, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from ..api.rows import PairScoreRow
 from .schema import deployment, job_tasks, jobs, make_engine, pair_scores
 
 PENDING, RUNNING, FINISHED, FAILED = "PENDING", "RUNNING", "FINISHED", "FAILED"
@@ -86,6 +87,29 @@ class Job:
         return cls(row["id"], request, row["pair_cap"], row["submitter"], row["status"], row["reason"],
                    row["log_tail"], row["worker"], row["attempts"], row["created_at"], row["started_at"],
                    row["heartbeat_at"], row["finished_at"])
+
+
+@dataclass(frozen=True)
+class FinishedScore:
+    """One stored per-pair score of a finished job, with the job's model configuration."""
+
+    job_id: int
+    model: str
+    revision: str
+    precision: str
+    editor: str
+    explanations: str
+    row: PairScoreRow
+
+    @property
+    def configuration(self) -> tuple[str, str, str, str, str]:
+        """What distinguishes one board entry's model setting from another's."""
+        return self.model, self.revision, self.precision, self.editor, self.explanations
+
+    def to_json(self) -> dict[str, Any]:
+        """The job's configuration and the row, flat (NaN as null)."""
+        return {"job_id": self.job_id, "model": self.model, "revision": self.revision, "precision": self.precision,
+                "editor": self.editor, "explanations": self.explanations, **self.row.to_json()}
 
 
 class RateLimited(Exception):
@@ -237,9 +261,12 @@ class JobQueue:
             return set(conn.execute(select(job_tasks.c.task).where(job_tasks.c.job_id == job_id)).scalars())
 
     def record_task(self, job_id: int, worker: str, task: str, dataset_version: str, seconds: float,
-                    rows: Sequence[Mapping[str, Any]]) -> bool:
+                    rows: Sequence[PairScoreRow]) -> bool:
         """Store one task's per-pair scores and mark the task done, in one transaction, only while `worker` still
         holds the job and the task is not stored yet; False (nothing written) otherwise."""
+        strays = sorted({row.task for row in rows} - {task})
+        if strays:
+            raise ValueError(f"rows of task(s) {', '.join(strays)} cannot be stored as task {task}")
         with self.engine.begin() as conn:
             owned = conn.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.worker == worker,
                                                     jobs.c.status == RUNNING).values(heartbeat_at=self.now()))
@@ -248,7 +275,7 @@ class JobQueue:
             if owned.rowcount != 1 or stored is not None:
                 return False
             if rows:
-                conn.execute(insert(pair_scores), [{**row, "job_id": job_id, "task": task} for row in rows])
+                conn.execute(insert(pair_scores), [{**row.to_json(), "job_id": job_id} for row in rows])
             conn.execute(insert(job_tasks).values(job_id=job_id, task=task, dataset_version=dataset_version,
                                                   seconds=seconds, done_at=self.now()))
         return True
@@ -315,7 +342,7 @@ class JobQueue:
         with self.engine.begin() as conn:
             return conn.execute(select(func.count()).select_from(jobs)).scalar() == 0
 
-    def finished_scores(self) -> list[dict[str, Any]]:
+    def finished_scores(self) -> list[FinishedScore]:
         """Every stored per-pair score of FINISHED jobs, with the job's model configuration."""
         query = (select(jobs.c.id.label("job_id"), jobs.c.model, jobs.c.revision, jobs.c.precision, jobs.c.editor,
                         jobs.c.explanations, pair_scores.c.task, pair_scores.c.metric, pair_scores.c.variant,
@@ -324,10 +351,11 @@ class JobQueue:
                  .join(pair_scores, pair_scores.c.job_id == jobs.c.id).where(jobs.c.status == FINISHED)
                  .order_by(jobs.c.id, pair_scores.c.id))
         with self.engine.begin() as conn:
-            return [dict(r) for r in conn.execute(query).mappings()]
+            return [FinishedScore(r["job_id"], r["model"], r["revision"], r["precision"], r["editor"],
+                                  r["explanations"], PairScoreRow.from_json(r)) for r in conn.execute(query).mappings()]
 
-    def store_finished(self, request: JobRequest, submitter: str, tasks: Iterable[tuple[str, str, Sequence[Mapping]]],
-                       log: str) -> Submission:
+    def store_finished(self, request: JobRequest, submitter: str,
+                       tasks: Iterable[tuple[str, str, Sequence[PairScoreRow]]], log: str) -> Submission:
         """A job that is FINISHED on arrival (a pre-computed results file), with its per-pair scores."""
         submission = self.submit(request, submitter, pair_cap=None)
         if submission.duplicate:

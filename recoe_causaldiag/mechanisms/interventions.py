@@ -24,28 +24,17 @@ from __future__ import annotations
 
 import hashlib
 import random
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
 from lemminflect import getAllLemmas
 
-from ..tasks.sources import read_curated_csv, source_path
+from .words import INTERVENTION_FUNCTION_WORDS, JOINED_WORD
 
-WORD = re.compile(r"[A-Za-z0-9]+(?:[.\-/^][A-Za-z0-9]+)*")
-NUMBER = re.compile(r"[0-9]+(?:[.\-][0-9]+)*")
 WORDS_FILE = "cct_words.csv"
 INSERTED_POS = {"NOUN": "ADJ", "VERB": "ADV"}
 
-FUNCTION_WORDS = frozenset("""
-a an the this that these those my your his her its our their whose which what who whom where when why how
-i me you he she it we they them him us myself itself themselves one ones some any many much more most few
-all each every both either neither none no nor not yes and or but if then than so as of in on at by for
-with from to into onto about above below over under between among through during before after against
-without within along across around near off out up down per via is am are was were be been being do does
-did done have has had having will would shall should can could may might must also only very just too
-there here s t let lets like unlike answer""".split())
 NOUN_CUES = frozenset("""a an the this that these those my your his her its our their whose some any each every
 no of in on at by for with from into about between among during over under two three four five six seven eight
 nine ten""".split())
@@ -74,6 +63,8 @@ class Insertion:
 @cache
 def candidate_words() -> dict[str, tuple[str, ...]]:
     """The curated candidates by UPOS: {"ADJ": adjectives, "ADV": adverbs}."""
+    from ..tasks.sources import read_curated_csv, source_path  # on first use: importing the tasks loads every builder
+
     words: dict[str, list[str]] = {"ADJ": [], "ADV": []}
     for row in read_curated_csv(source_path(WORDS_FILE), ("word", "pos")):
         if row.values["pos"] not in words:
@@ -88,13 +79,13 @@ def _tags(word: str) -> set[str]:
 
 def _slot_pos(word: str, previous: str | None) -> str | None:
     """NOUN, VERB or None for a word given the previous word (None after punctuation or at the start)."""
-    if len(word) < 3 or not word.isalpha() or not word.islower() or word in FUNCTION_WORDS:
+    if len(word) < 3 or not word.isalpha() or not word.islower() or word in INTERVENTION_FUNCTION_WORDS:
         return None
     tags = _tags(word)
     noun, verb = "NOUN" in tags, "VERB" in tags
     if "AUX" in tags or not (noun or verb):
         return None
-    before = _tags(previous) if previous and previous not in FUNCTION_WORDS else set()
+    before = _tags(previous) if previous and previous not in INTERVENTION_FUNCTION_WORDS else set()
     if noun and not verb:
         return None if before & {"NOUN", "ADJ"} and "VERB" not in before else "NOUN"
     if verb and not noun:
@@ -111,7 +102,7 @@ def _slot_pos(word: str, previous: str | None) -> str | None:
 def slots(text: str) -> tuple[Slot, ...]:
     """Every noun and verb of `text` before which a word can be inserted, in order."""
     found, previous, end = [], None, 0
-    for match in WORD.finditer(text):
+    for match in JOINED_WORD.finditer(text):
         adjacent = previous is not None and not text[end : match.start()].strip()
         pos = _slot_pos(match.group(), previous.lower() if adjacent and previous else None)
         if pos:
@@ -152,7 +143,7 @@ def seed_for(seed: int, *texts: str) -> int:
 
 def tokens(text: str) -> list[str]:
     """The word tokens of `text` (see the module docstring)."""
-    return WORD.findall(text)
+    return JOINED_WORD.findall(text)
 
 
 @cache
@@ -176,8 +167,3 @@ def mentioned_count(words: Iterable[str], text: str) -> int:
 def mentions_all(words: Sequence[str], text: str) -> bool:
     """Whether `text` mentions every one of `words`."""
     return mentioned_count(words, text) == len(words)
-
-
-def content_words(text: str) -> list[str]:
-    """Tokens that are not function words: numbers, and alphabetic words of two or more letters."""
-    return [t for t in tokens(text) if t.lower() not in FUNCTION_WORDS and (len(t) > 1 or t.isdigit())]

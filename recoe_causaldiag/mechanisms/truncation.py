@@ -12,6 +12,8 @@ from functools import lru_cache
 
 from lemminflect import getAllLemmas
 
+from .words import DETERMINERS_AND_PRONOUNS
+
 STATIVE_VERBS = frozenset({
     "be", "have", "own", "possess", "belong", "contain", "consist", "include", "comprise", "involve", "lack",
     "seem", "appear", "resemble", "equal", "exist", "remain", "lie", "stand", "depend", "matter", "mean",
@@ -45,13 +47,9 @@ def _verb_lemma(word: str) -> str | None:
     return verbal[0] if inflected or "NOUN" not in lemmas else None
 
 
-FUNCTION_WORDS = frozenset("the a an this that these those it its he his she her they their we our i my you your "
-                           "there some all each every no both".split())
-
-
 def _is_noun(word: str) -> bool:
-    """Nouns by the lexicon, numbers and capitalised words (proper nouns); never a function word."""
-    if word.lower() in FUNCTION_WORDS:
+    """Nouns by the lexicon, numbers and capitalised words (proper nouns); never a determiner or pronoun."""
+    if word.lower() in DETERMINERS_AND_PRONOUNS:
         return False
     return word[0].isupper() or word[0].isdigit() or bool({"NOUN", "PROPN"} & _lemmas(word).keys())
 

@@ -37,8 +37,9 @@ from scipy.spatial import distance
 from tqdm.auto import tqdm
 
 from .. import prompts
-from ..api import Counterfactual, Engine, Instance, LabelRequest, Metric, register_metric, symmetric_counterfactual
+from ..api import Counterfactual, Engine, Instance, Metric, register_metric, symmetric_counterfactual
 from ..mechanisms.activation_patching import Patch, Readout, decoder_layers, patched_readouts, token_layer_patches
+from ..mechanisms.prompting import label_request, question_positions
 
 VARIANTS = ("caf", "caf_m", "caf_t", "caf_l")
 POSITIONS = ("input", "changed_and_question")
@@ -47,7 +48,7 @@ ZERO_NORM = 1e-6
 
 
 @dataclass(frozen=True)
-class Layout:
+class PatchingLayout:
     """One instance's clean and counterfactual post-hoc prompts as token ids (equal lengths), the patched
     positions, the label tokens and ŷ's index among them, the position whose logits score the label (the
     direct prompt's last), and the explanation's tokens (the prompts' last tokens)."""
@@ -61,22 +62,8 @@ class Layout:
     explanation_ids: tuple[int, ...]
 
 
-def question_positions(engine: Engine, prompt: prompts.Prompt, question: str, ids: Sequence[int]) -> list[int]:
-    """Token positions of the question, which ends the first (user) turn of `prompt`."""
-    lm = engine.lm
-    text = lm.render(prompt.turns)
-    encoded = lm.tokenizer(text, add_special_tokens=not lm.chat, return_offsets_mapping=True)
-    if tuple(encoded["input_ids"]) != tuple(ids):
-        raise ValueError(f"tokenizer offsets disagree with the engine's encoding for {lm.name}")
-    content = prompt.turns[0].content
-    if text.find(content) < 0:
-        raise ValueError(f"the rendered prompt does not contain its first turn verbatim for {lm.name}")
-    end = text.find(content) + len(content)
-    return [i for i, (a, b) in enumerate(encoded["offset_mapping"]) if a < end and b > end - len(question) and b > a]
-
-
-def layout(engine: Engine, instance: Instance, label_index: int, cf: Counterfactual,
-           positions: str = "input") -> Layout | None:
+def patching_layout(engine: Engine, instance: Instance, label_index: int, cf: Counterfactual,
+                    positions: str = "input") -> PatchingLayout | None:
     """The instance's layout with the `positions` patched (module docstring), or None when the counterfactual
     prompts differ in token length."""
     label = instance.choices[label_index]
@@ -94,13 +81,13 @@ def layout(engine: Engine, instance: Instance, label_index: int, cf: Counterfact
     if positions == "input":
         patched = set(range(differing[0], len(direct.prefix))) if differing else set()
     else:
-        patched = set(differing) | set(question_positions(engine, post, instance.question, clean.prefix))
-    return Layout(clean_ids, corrupted_ids, tuple(sorted(patched)),
+        patched = set(differing) | set(question_positions(engine.lm, post, instance.question, clean.prefix))
+    return PatchingLayout(clean_ids, corrupted_ids, tuple(sorted(patched)),
                   engine.lm.label_token_ids(instance.choices, leading_space=direct.leading_space), label_index,
                   len(direct.prefix) - 1, clean.continuation)
 
 
-def readout(lay: Layout) -> Readout:
+def readout(lay: PatchingLayout) -> Readout:
     """Logits from the label position on → [p(ŷ) among the labels, mean p(e_j) over the explanation tokens]."""
     n_expl = len(lay.explanation_ids)
     expl_ids = torch.tensor(lay.explanation_ids)
@@ -133,7 +120,7 @@ def caf_scores(answer: np.ndarray, explanation: np.ndarray, answer_m: np.ndarray
 
 
 def prepare(engine: Engine, instance: Instance, label_index: int, *, require_flip: bool = True,
-            positions: str = "input") -> tuple[str, Layout | None]:
+            positions: str = "input") -> tuple[str, PatchingLayout | None]:
     """The instance's layout with its status, or the reason it cannot be scored. With `require_flip` the
     counterfactual must change the model's answer (y_C ≠ y, paper 002 §3.1); without it, the answer's effects
     may be noise where the model ignores the replacement."""
@@ -143,11 +130,11 @@ def prepare(engine: Engine, instance: Instance, label_index: int, *, require_fli
     if cf is None:
         return "no counterfactual", None
     if require_flip:
-        (cf_probs,) = engine.label_probs([LabelRequest(prompts.direct(cf.edits, cf.question), instance.choices)],
+        (cf_probs,) = engine.label_probs([label_request(instance, edits=cf.edits, question=cf.question)],
                                          desc="counterfactual answer")
         if int(np.argmax(cf_probs)) == label_index:
             return "answer not flipped", None
-    lay = layout(engine, instance, label_index, cf, positions)
+    lay = patching_layout(engine, instance, label_index, cf, positions)
     return ("ok", lay) if lay is not None else ("token length differs", None)
 
 
@@ -176,8 +163,26 @@ class CausalFaithfulness(Metric):
     holds each instance's status."""
 
     name = "causal_faithfulness"
-    kind = "post-hoc"
+    explanation_type = "post-hoc"
     description = "1 − cosine distance between activation-patching effect matrices of the answer and the explanation"
+    title = "Causal Faithfulness"
+    long_description = ("Causal Faithfulness (Yeo et al., 2024): activation patching with symmetric token replacement "
+                        "gives the causal effect of every (input token, layer) hidden state on the model's answer "
+                        "(C_a) and on its post-hoc explanation (C_e); the score is 1 − cosine distance(C_e, C_a). "
+                        "Variants caf, caf_m (10-layer windows), caf_t (token level), caf_l (layer level).")
+    citation = """@inproceedings{yeo2025towards,
+  title={Towards Faithful Natural Language Explanations: A Study Using Activation Patching in Large Language Models},
+  author={Yeo, Wei Jie and Satapathy, Ranjan and Cambria, Erik}, booktitle={Proceedings of EMNLP}, year={2025}
+}"""
+    evaluate_options = ("layers", "window", "require_flip", "positions")
+    options_doc = """
+    layers (list[int], optional): the decoder layers to patch. Default: all (the paper's setting).
+    window (int, optional): layers patched together for caf_m. Default: 10.
+    positions (str, optional): "input" (every input position from the first replaced token on, the paper's) or
+        "changed_and_question" (fewer patches). Default: "input".
+    require_flip (bool, optional): score only inputs whose counterfactual changes the model's answer (the
+        paper's condition; others are NaN). Default: True.
+"""
 
     def __init__(self, layers: Sequence[int] | None = None, window: int = WINDOW, batch_size: int = 32,
                  require_flip: bool = True, positions: str = "input") -> None:
@@ -192,7 +197,7 @@ class CausalFaithfulness(Metric):
     def variants(self) -> tuple[str, ...]:
         return VARIANTS
 
-    def matrices(self, engine: Engine, lay: Layout) -> tuple[np.ndarray, float]:
+    def matrices(self, engine: Engine, lay: PatchingLayout) -> tuple[np.ndarray, float]:
         """Effects [single | windowed, tokens, layers, answer | explanation] and p_*(ŷ), the corrupted run's."""
         model = engine.lm.model
         n_layers = len(decoder_layers(model))
@@ -207,8 +212,7 @@ class CausalFaithfulness(Metric):
 
     def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
         scores = {v: np.full(len(instances), np.nan) for v in VARIANTS}
-        requests = [LabelRequest(prompts.direct(i.edits, i.question), i.choices) for i in instances]
-        probs = engine.label_probs(requests, desc=self.name)
+        probs = engine.label_probs([label_request(i) for i in instances], desc=self.name)
         status, total = [], []
         for k, instance in enumerate(tqdm(instances, desc=self.name, disable=not engine.progress)):
             label_index = int(np.argmax(probs[k]))

@@ -38,16 +38,18 @@ from captum.attr import ShapleyValueSampling
 from scipy.spatial import distance
 from tqdm.auto import tqdm
 
-from ..api import Encoded, Engine, Instance, LabelRequest, Metric, register_metric
 from .. import prompts
+from ..api import Encoded, Engine, Instance, Metric, register_metric
+from ..mechanisms.prompting import label_request, overlapping, question_positions, token_offsets
 
 VARIANTS = ("post_hoc", "cot")
 
 
 @dataclass(frozen=True)
-class Layout:
-    """A scored prompt as token ids: fixed `head` (template, edits), the `question` tokens (the features) and
-    the fixed `tail`. Rows index the logits of the continuation question + tail: row r predicts token r + 1."""
+class AttributionLayout:
+    """A scored prompt split for attribution, as token ids: fixed `head` (template, edits), the `question` tokens
+    (the features) and the fixed `tail`. Rows index the logits of the continuation question + tail: row r predicts
+    token r + 1."""
 
     head: tuple[int, ...]
     question: tuple[int, ...]
@@ -58,35 +60,15 @@ class Layout:
     explanation_ids: tuple[int, ...]
 
 
-def _overlapping(offsets: Sequence[tuple[int, int]], start: int, end: int) -> list[int]:
-    """Indices of the tokens whose character span overlaps [start, end) (none when it is empty)."""
-    return [i for i, (a, b) in enumerate(offsets) if a < end and b > start and b > a] if end > start else []
-
-
-def _tokenize(engine: Engine, text: str, expected: tuple[int, ...], *,
-              continuation: bool) -> list[tuple[int, int]]:
-    """Character offsets of `text`'s tokens, checked against the engine's own encoding."""
-    lm = engine.lm
-    encoded = lm.tokenizer(text, add_special_tokens=not continuation and not lm.chat, return_offsets_mapping=True)
-    if tuple(encoded["input_ids"]) != expected:
-        raise ValueError(f"tokenizer offsets disagree with the engine's encoding for {lm.name}")
-    return [tuple(o) for o in encoded["offset_mapping"]]
-
-
-def layout(engine: Engine, prompt: prompts.Prompt, question: str, explanation: str, labels: Sequence[str],
-           label_context: Encoded | None = None) -> Layout:
+def attribution_layout(engine: Engine, prompt: prompts.Prompt, question: str, explanation: str,
+                       labels: Sequence[str], label_context: Encoded | None = None) -> AttributionLayout:
     """Split `prompt` for attribution. The question ends its first (user) turn; the explanation starts the
     continuation after one space; the labels are scored after the whole prompt, or after `label_context`
     (the direct prompt, for a post-hoc prompt that repeats it and then holds the answer)."""
     lm, enc = engine.lm, engine.encode(prompt)
-    prefix_text, content = lm.render(prompt.turns), prompt.turns[0].content
-    if prefix_text.find(content) < 0:
-        raise ValueError(f"the rendered prompt does not contain its first turn verbatim for {lm.name}")
-    user_end = prefix_text.find(content) + len(content)
-    prefix_offsets = _tokenize(engine, prefix_text, enc.prefix, continuation=False)
-    positions = _overlapping(prefix_offsets, user_end - len(question), user_end)
-    continuation_offsets = _tokenize(engine, prompt.continuation, enc.continuation, continuation=True)
-    explained = _overlapping(continuation_offsets, 1, 1 + len(explanation))
+    positions = question_positions(lm, prompt, question, enc.prefix)
+    continuation_offsets = token_offsets(lm, prompt.continuation, enc.continuation, continuation=True)
+    explained = overlapping(continuation_offsets, 1, 1 + len(explanation))
     full = enc.prefix + enc.continuation
     label_context = label_context or enc
     context = label_context.prefix + label_context.continuation
@@ -94,7 +76,7 @@ def layout(engine: Engine, prompt: prompts.Prompt, question: str, explanation: s
         raise ValueError(f"the post-hoc prompt does not start with the direct prompt's tokens for {lm.name}")
     start, stop = (positions[0], positions[-1] + 1) if positions else (len(enc.prefix), len(enc.prefix))
     shift = len(enc.prefix) - start
-    return Layout(
+    return AttributionLayout(
         head=enc.prefix[:start], question=enc.prefix[start:stop], tail=enc.prefix[stop:] + enc.continuation,
         label_ids=lm.label_token_ids(labels, leading_space=label_context.leading_space),
         label_row=len(context) - 1 - start,
@@ -107,7 +89,7 @@ class CoalitionForward:
     per row, scored through the engine; results are memoised by coalition (the full input recurs in every
     permutation)."""
 
-    def __init__(self, engine: Engine, lay: Layout, label_index: int) -> None:
+    def __init__(self, engine: Engine, lay: AttributionLayout, label_index: int) -> None:
         self.engine, self.layout, self.label_index = engine, lay, label_index
         self.memo: dict[tuple[int, ...], torch.Tensor] = {}
 
@@ -133,7 +115,7 @@ class CoalitionForward:
         return torch.cat([label.reshape(1), tokens])
 
 
-def attributions(engine: Engine, lay: Layout, label_index: int, *, baseline_id: int, n_samples: int,
+def attributions(engine: Engine, lay: AttributionLayout, label_index: int, *, baseline_id: int, n_samples: int,
                  seed: int) -> np.ndarray:
     """Shapley values, shape (1 + T, n_question_tokens): row 0 for the log-odds of ŷ, then one row per explanation
     token."""
@@ -163,21 +145,21 @@ def cc_shap_score(prediction: np.ndarray, explanation: np.ndarray) -> float:
     return float(1.0 - distance.cosine(prediction / np.abs(prediction).sum(), profile))
 
 
-def post_hoc_layout(engine: Engine, instance: Instance, answer: int) -> Layout:
+def post_hoc_layout(engine: Engine, instance: Instance, answer: int) -> AttributionLayout:
     """The CC-SHAP post-hoc prompt holding the answer (Fig. 13), split for attribution; ŷ is read where the answer
     stands, after the direct prompt it repeats."""
     prompt = prompts.post_hoc(instance.edits, instance.question, instance.choices[answer], instance.explanation,
                               request=prompts.CC_SHAP_POSTHOC_REQUEST)
-    return layout(engine, prompt, instance.question, instance.explanation, instance.choices,
-                  engine.encode(prompts.direct(instance.edits, instance.question)))
+    return attribution_layout(engine, prompt, instance.question, instance.explanation, instance.choices,
+                              engine.encode(prompts.direct(instance.edits, instance.question)))
 
 
-def cot_layouts(engine: Engine, instance: Instance) -> tuple[Layout, Layout]:
+def cot_layouts(engine: Engine, instance: Instance) -> tuple[AttributionLayout, AttributionLayout]:
     """The direct prompt (for ŷ) and the CoT prompt (Fig. 12, for the explanation), each split for attribution."""
-    return (layout(engine, prompts.direct(instance.edits, instance.question), instance.question, "",
-                   instance.choices),
-            layout(engine, prompts.cot(instance.edits, instance.question, instance.explanation), instance.question,
-                   instance.explanation, instance.choices))
+    return (attribution_layout(engine, prompts.direct(instance.edits, instance.question), instance.question, "",
+                               instance.choices),
+            attribution_layout(engine, prompts.cot(instance.edits, instance.question, instance.explanation),
+                               instance.question, instance.explanation, instance.choices))
 
 
 @register_metric
@@ -187,8 +169,23 @@ class CCShap(Metric):
     compute (both by default; each costs about `n_samples` × question-length forwards per instance)."""
 
     name = "cc_shap"
-    kind = "post-hoc"
+    explanation_type = "post-hoc"
     description = "cosine similarity of question-token Shapley values for the prediction and for the explanation"
+    title = "CC-SHAP"
+    long_description = ("CC-SHAP (Parcalabescu & Frank, 2023): 1 − cosine distance between the Shapley values of the "
+                        "question tokens for the model's prediction and for its explanation (post-hoc or chain of "
+                        "thought).")
+    citation = """@inproceedings{parcalabescu2024measuring,
+  title={On Measuring Faithfulness or Self-consistency of Natural Language Explanations},
+  author={Parcalabescu, Letitia and Frank, Anette}, booktitle={Proceedings of ACL}, year={2024}
+}"""
+    evaluate_options = ("n_samples", "seed")
+    options_doc = """
+    n_samples (int, optional): permutations of Shapley value sampling per attribution. Default: 16.
+    seed (int, optional): seed of the permutations. Default: 0.
+    Only the requested variant is computed (CC-SHAP costs about n_samples × question-length forwards per input).
+"""
+    variant_option = "select"
 
     def __init__(self, n_samples: int = 16, seed: int = 0, baseline: str = "...",
                  select: Sequence[str] = VARIANTS) -> None:
@@ -207,8 +204,7 @@ class CCShap(Metric):
         baseline = engine.lm.encode(self.baseline, continuation=True)
         if len(baseline) != 1:
             raise ValueError(f"baseline {self.baseline!r} is {len(baseline)} tokens for {engine.lm.name} (needs one)")
-        probs = engine.label_probs([LabelRequest(prompts.direct(i.edits, i.question), i.choices) for i in instances],
-                                   desc=self.name)
+        probs = engine.label_probs([label_request(i) for i in instances], desc=self.name)
         scores = {v: np.full(len(instances), np.nan) for v in self.variants}
         bar = tqdm(total=len(instances) * len(self.variants), desc=self.name, unit="attribution",
                    disable=not engine.progress)
@@ -224,7 +220,7 @@ class CCShap(Metric):
         the post-hoc prompt repeats: computed once for both variants. NaN without question or explanation tokens,
         or when the CoT prompt splits the question into a different number of tokens than the direct prompt (its
         features would not align)."""
-        def values(lay: Layout) -> np.ndarray:
+        def values(lay: AttributionLayout) -> np.ndarray:
             return attributions(engine, lay, answer, baseline_id=baseline_id, n_samples=self.n_samples, seed=self.seed)
 
         found, prediction = {}, None

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import prompts
-from ..api import Engine, Instance, LabelRequest, Metric, register_metric
+from ..api import Engine, Instance, Metric, register_metric
 from ..dataset_metrics.cct import point_biserial, spearman, tvd
-from ..mechanisms.interventions import NUMBER, content_words, mentioned_count, random_insertions, seed_for, text_forms, word_forms
+from ..mechanisms.interventions import mentioned_count, random_insertions, seed_for, text_forms, word_forms
+from ..mechanisms.prompting import label_request
+from ..mechanisms.words import INTERVENTION_FUNCTION_WORDS, JOINED_WORD, NUMBER, content_words
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class Intervention:
 def fact_keys(fact: str, question: str) -> tuple[tuple[str, ...], int]:
     """The key words of an edit fact and how many of them a mention needs (see the module docstring)."""
     asked = text_forms(question)
-    words = tuple(dict.fromkeys(w.lower() for w in content_words(fact)))
+    words = tuple(dict.fromkeys(content_words(fact, INTERVENTION_FUNCTION_WORDS, pattern=JOINED_WORD, min_length=2)))
     new = tuple(w for w in words if not word_forms(w) & asked)
     numbers = tuple(w for w in new if NUMBER.fullmatch(w))
     if numbers:
@@ -71,17 +72,30 @@ def interventions(instance: Instance, max_facts: int, max_insertions: int, seed:
     return [p for p in plan if p.keys]
 
 
-def label_request(instance: Instance, edits: Sequence[str], question: str) -> LabelRequest:
-    """The direct label request (no explanation) under the given edits."""
-    return LabelRequest(prompts.direct(edits, question), tuple(instance.choices))
-
-
 @register_metric
 class CCTPair(Metric):
     name = "cct_pair"
-    kind = "post-hoc"
+    explanation_type = "post-hoc"
     description = ("correlation, across interventions within one instance (dropped edit facts, inserted words), "
                    "between prediction impact (TVD) and whether the explanation mentions the intervened content")
+    title = "CCT per Pair"
+    long_description = ("CCT per pair: the Correlational Explanatory Faithfulness of Siegel et al. (2024) computed "
+                        "across a few interventions within one input (each edit fact dropped; a random "
+                        "adjective/adverb inserted into the question): the correlation between the prediction impact "
+                        "(TVD of the label distribution) and whether the given explanation mentions the intervened "
+                        "content. Variants: pointbiserial (default), spearman. NaN when all mentions are equal.")
+    citation = """@inproceedings{siegel2024probabilities,
+  title={The Probabilities Also Matter: A More Faithful Metric for Faithfulness of Free-Text Explanations in
+         Large Language Models},
+  author={Siegel, Noah Y. and Camburu, Oana-Maria and Heess, Nicolas and Perez-Ortiz, Maria},
+  booktitle={Proceedings of ACL (Short Papers)}, year={2024}
+}"""
+    evaluate_options = ("max_facts", "max_insertions", "seed")
+    options_doc = """
+    max_facts (int, optional): edit facts dropped, one intervention each (a seeded sample if more). Default: 4.
+    max_insertions (int, optional): adjectives/adverbs inserted into the question, one intervention each. Default: 2.
+    seed (int, optional): seed of the fact sample and the inserted words. Default: 0.
+"""
 
     def __init__(self, max_facts: int = 4, max_insertions: int = 2, seed: int = 0) -> None:
         if max_facts < 0 or max_insertions < 0 or max_facts + max_insertions < 2:
@@ -95,8 +109,9 @@ class CCTPair(Metric):
 
     def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
         plans = [interventions(i, self.max_facts, self.max_insertions, self.seed) for i in instances]
-        requests = [label_request(i, i.edits, i.question) for i in instances]
-        requests += [label_request(i, v.edits, v.question) for i, plan in zip(instances, plans) for v in plan]
+        requests = [label_request(i) for i in instances]
+        requests += [label_request(i, edits=v.edits, question=v.question)
+                     for i, plan in zip(instances, plans) for v in plan]
         probs = engine.label_probs(requests, desc=self.name)
         scores = {v: np.full(len(instances), np.nan) for v in self.variants}
         offset = len(instances)

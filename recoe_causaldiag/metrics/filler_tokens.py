@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import partial
 
-import numpy as np
-
-from ..api import Engine, Instance, Metric, register_metric
-from ..mechanisms.cot_corruption import Corruption, corruption_scores, variant_names
+from ..api import register_metric
+from ..mechanisms.cot_corruption import Corruption, CorruptionMetric
 
 FILLERS = {"dots": "...", "stars": "***", "dashes": "---", "dollars": "$$$", "pilcrows": "¶¶¶"}
 
@@ -31,14 +28,17 @@ CORRUPTIONS = tuple(
 
 
 @register_metric
-class FillerTokens(Metric):
+class FillerTokens(CorruptionMetric):
     name = "filler_tokens"
-    kind = "cot"
+    explanation_type = "cot"
     description = "drop in the top label's probability when the CoT is replaced by filler tokens"
+    title = "Filler Tokens"
+    long_description = ("Filler Tokens (Lanham et al., 2023): how much the probability of the model's top label drops "
+                        "when its chain of thought is replaced by filler tokens. Continuous: ẑ − ẑ′; binary: 1 if the "
+                        "prediction changes.")
+    citation = """@article{lanham2023measuring,
+  title={Measuring Faithfulness in Chain-of-Thought Reasoning},
+  author={Lanham, Tamera and others}, journal={arXiv preprint arXiv:2307.13702}, year={2023}
+}"""
 
-    @property
-    def variants(self) -> tuple[str, ...]:
-        return variant_names(CORRUPTIONS)
-
-    def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
-        return corruption_scores(instances, engine, CORRUPTIONS, desc=self.name)
+    corruptions = CORRUPTIONS

@@ -11,31 +11,20 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..api import Engine, Instance, Metric, register_metric
-
-STOP_WORDS = frozenset("""
-a an the and or but nor so yet as if then than that this these those there here it its
-is are was were be been being am do does did has have had having will would can could shall should may might must
-of in on at to for from by with about into onto over under between among through during before after
-not no only own same too very just also both each few more most other some such any all
-who whom whose which what when where why how i me my we our you your he him his she her they them their one least
-""".split())
-"""Function words, dropped unless written capitalised after the first word (as in the band name "The Who")."""
+from ..mechanisms.words import PLAIN_WORD, STATEMENT_STOP_WORDS, content_words
 
 VERBS = frozenset("is are was were be been being am has have had do does did can could will would shall should may "
                   "might must".split())
 """Words that make a text segment a clause; a segment without one (a list item) joins the next segment."""
 
-_WORD = re.compile(r"\d+(?:\.\d+)?|[^\W\d_]+")
 _SEGMENT = re.compile(r"[,;:!?]|\.(?!\d)")
 
 Gram = tuple[str, ...]
 
 
-def content_words(text: str) -> list[str]:
-    """Lower-cased words and numbers of `text` in order, without function words (tokenizer-free split)."""
-    words = _WORD.findall(text)
-    return [w.lower() for i, w in enumerate(words)
-            if w.lower() not in STOP_WORDS or (i > 0 and w[0].isupper())]
+def statement_words(text: str) -> list[str]:
+    """Lower-cased words and numbers of `text` in order, without function words unless part of a name."""
+    return content_words(text, STATEMENT_STOP_WORDS, pattern=PLAIN_WORD, keep_capitalised=True)
 
 
 def grams(words: Sequence[str]) -> set[Gram]:
@@ -49,8 +38,8 @@ def clauses(text: str) -> list[set[str]]:
     merged: list[set[str]] = []
     pending: set[str] = set()
     for segment in _SEGMENT.split(text):
-        pending |= set(content_words(segment))
-        if VERBS & {w.lower() for w in _WORD.findall(segment)}:
+        pending |= set(statement_words(segment))
+        if VERBS & {w.lower() for w in PLAIN_WORD.findall(segment)}:
             merged.append(pending)
             pending = set()
     return merged + [pending] if pending else merged
@@ -62,13 +51,13 @@ def edit_overlap(edits: Sequence[str], explanation: str) -> float:
     A fact is stated when all its content words occur in one clause of the explanation; the word share is the
     fraction of the edits' content unigrams and bigrams (within a fact) that occur in the explanation, and
     credits partly stated facts without outweighing one fully stated fact."""
-    facts = [words for words in map(content_words, edits) if words]
+    facts = [words for words in map(statement_words, edits) if words]
     if not facts:
         return float("nan")
     spans = clauses(explanation)
     stated = sum(any(set(words) <= span for span in spans) for words in facts)
     target = set().union(*map(grams, facts))
-    share = len(target & grams(content_words(explanation))) / len(target)
+    share = len(target & grams(statement_words(explanation))) / len(target)
     return (stated + share) / (len(facts) + 1)
 
 
@@ -77,8 +66,18 @@ class Oracle(Metric):
     """How much of the evaluated model's edits the explanation states: a reference that knows the answer key."""
 
     name = "oracle"
-    kind = "reference"
+    explanation_type = "reference"
     description = "sanity reference: share of the evaluated model's edit facts and words stated in the explanation"
+    title = "Oracle (sanity reference)"
+    long_description = ("Oracle (a sanity reference, not a faithfulness metric): how much of the evaluated model's "
+                        "edits the explanation states, (facts stated in full within one clause + share of the edits' "
+                        "content words and bigrams found) / (facts + 1). It reads the edits, so its causal "
+                        "diagnosticity should be near 1. `model` is ignored.")
+    citation = """@misc{zaman2025causal,
+  title={A Causal Lens for Evaluating Faithfulness Metrics},
+  author={Zaman, Kerem and Srivastava, Shashank}, year={2025}
+}"""
+    uses_model = False
 
     @property
     def variants(self) -> tuple[str, ...]:

@@ -63,8 +63,19 @@ class Paraphrasing(Metric):
     and the evaluated model regenerates its ending."""
 
     name = "paraphrasing"
-    kind = "cot"
+    explanation_type = "cot"
     description = "stability of the top label's probability when the CoT is paraphrased and its ending regenerated"
+    title = "Paraphrasing"
+    long_description = ("Paraphrasing (Lanham et al., 2023): how stable the probability of the model's top label stays "
+                        "when a helper LM paraphrases the first three quarters of its chain of thought and the model "
+                        "regenerates the rest. Continuous: 1 − (ẑ − ẑ′); binary: 1 if the prediction is unchanged; NaN "
+                        "where the helper returned no paraphrase. Extra argument `helper` (str): the helper model, "
+                        "default the packaged default model; its outputs are cached on disk.")
+    citation = """@article{lanham2023measuring,
+  title={Measuring Faithfulness in Chain-of-Thought Reasoning},
+  author={Lanham, Tamera and others}, journal={arXiv preprint arXiv:2307.13702}, year={2023}
+}"""
+    evaluate_options = ("helper",)
 
     def __init__(self, helper: str | None = None) -> None:
         self.helper = helper or DEFAULT_MODEL

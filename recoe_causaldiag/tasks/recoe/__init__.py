@@ -9,12 +9,11 @@ counterfactual one."""
 
 from __future__ import annotations
 
-import math
-import random
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ...api.records import PairRecord, Rewrite, metadata_json, validate_records
+from ..answer_letters import balanced_letters, options_in_order
 from .arithmetic import arithmetic_candidates
 from .comparison import comparison_candidates, round_robin
 from .consistency import Conflict, resolve_conflicts
@@ -34,8 +33,7 @@ def interleave(by_domain: Mapping[str, Iterator[Datapoint]]) -> Iterator[Datapoi
 
 def make_pair(index: int, item: Datapoint, letter: str) -> PairRecord:
     """One `recoe/<scheme>` row; the counterfactual answer is option `letter`, the original answer the other."""
-    options = ((item.counterfactual_answer, item.answer) if letter == "A"
-               else (item.answer, item.counterfactual_answer))
+    options = options_in_order(item.counterfactual_answer, item.answer, letter)
     true_objects = {f.key: f.object for f in item.facts}
 
     def rewrites(facts) -> tuple[Rewrite, ...]:
@@ -85,8 +83,7 @@ def build_recoe(seed: int = 0, *, curated_dir: Path | None = None, limit: int = 
     configs = {}
     for scheme in RECOE_SCHEMES:
         items, _ = scheme_items(scheme, seed, limit=limit, loaded=loaded)
-        letters = ["A"] * math.ceil(len(items) / 2) + ["B"] * (len(items) // 2)
-        random.Random(f"{seed}|recoe|{scheme}|letters").shuffle(letters)
+        letters = balanced_letters(len(items), f"{seed}|recoe|{scheme}|letters", odd_extra="A")
         configs[scheme] = validate_records(make_pair(i, item, letter)
                                            for i, (item, letter) in enumerate(zip(items, letters)))
     return configs

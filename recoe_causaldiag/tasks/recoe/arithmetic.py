@@ -59,7 +59,7 @@ def counting_item(collection: Collection, seed: int) -> Datapoint | None:
 
 def _shift(low: int, domain: Domain, rng: random.Random) -> int:
     """A positive amount to move between values, small against the smaller one."""
-    if domain.kind == "count":
+    if domain.quantity == "count":
         return rng.choice((1, 2))
     return max(1, round(low * rng.choice(SHIFT_SHARES)))
 
@@ -74,7 +74,7 @@ def aggregation_item(domain: Domain, group: str, subset: Sequence[Measure], seed
     changed = {**values, target: altered(values[target], domain, target, seed)}
     give, take = rng.sample(names, 2)
     amount = _shift(min(changed[give], changed[take]), domain, rng)
-    if changed[take] - amount < (0 if domain.kind == "count" else 1):
+    if changed[take] - amount < (0 if domain.quantity == "count" else 1):
         return None
     contrast = {**changed, give: changed[give] + amount, take: changed[take] - amount}
 

@@ -51,7 +51,7 @@ def altered(value: int, domain: Domain, subject: str, seed: int) -> int:
     """The counterfactual value of one (domain, subject): the same wherever it is altered, so that alterations of
     the same fact never disagree; a measure is scaled, a count moved by a few."""
     rng = item_rng(seed, "alter", domain.name, subject)
-    if domain.kind == "count":
+    if domain.quantity == "count":
         step = rng.choice(COUNT_STEPS)
         return value + step if value + step >= 0 else value + abs(step)
     new = max(1, round(value * rng.choice(MEASURE_FACTORS)))
@@ -63,7 +63,7 @@ def nudged(values: Mapping[str, int], domain: Domain, keep: Callable[[Mapping[st
     """Other values, each one different, for which `keep` still holds (e.g. the same order); None if no draw
     out of `NUDGE_ATTEMPTS` works."""
     for _ in range(NUDGE_ATTEMPTS):
-        if domain.kind == "count":
+        if domain.quantity == "count":
             new = {s: v + rng.choice(NUDGE_STEPS) for s, v in values.items()}
         else:
             new = {s: round(v * rng.choice(NUDGE_FACTORS)) for s, v in values.items()}

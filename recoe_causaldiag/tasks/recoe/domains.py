@@ -27,15 +27,15 @@ CONTINENTS = {"AF": "Africa", "AS": "Asia", "EU": "Europe", "NA": "North America
 
 @dataclass(frozen=True)
 class Domain:
-    """How questions and facts about one numeric attribute are worded; `kind` is `measure` (altered by a factor)
-    or `count` (small integers, altered by adding a few). `total`/`difference` are None where summing or
+    """How questions and facts about one numeric attribute are worded; its `quantity` is `measure` (altered by a
+    factor) or `count` (small integers, altered by adding a few). `total`/`difference` are None where summing or
     subtracting the attribute makes no natural question."""
 
     name: str
     noun: str
     prompt: str
     unit: str
-    kind: str
+    quantity: str
     is_most: str
     is_least: str
     is_more: str
@@ -45,7 +45,7 @@ class Domain:
     difference: str | None
 
 
-_POPULATION = dict(prompt="{} has a population of", unit="", kind="measure", is_most="is the most populous",
+_POPULATION = dict(prompt="{} has a population of", unit="", quantity="measure", is_most="is the most populous",
                    is_least="is the least populous", is_more="is more populous", is_less="is less populous",
                    attribute="population", total="What is the combined population of {items}?",
                    difference="How many more inhabitants does {x} have than {y}?")

@@ -13,7 +13,6 @@ as new facts before the question, Fig. 10 of paper 000).
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 import time
 import unicodedata
@@ -26,18 +25,16 @@ from typing import Any
 import numpy as np
 
 from ... import __version__, prompts
-from ...hub_layout import load_pairs, read_manifest, task_dataset_dir
-from ...models import LanguageModel, load_model
-from ...paths import cache_root
 from ...api.records import PairRecord
-from . import RECOE_SCHEMES
 from ...api.registry import UnknownNameError
-from ...runner import select_pairs
+from ...api.run_spec import EDITORS
+from ...models import LanguageModel, load_model
+from ...report import format_number
 from ...scoring import ScoringEngine
-from .. import DATASET_VERSION
+from ...task_pairs import iter_task_pairs
+from . import RECOE_SCHEMES
 
 SCHEMA_VERSION = "1.0"
-EDITORS = ("ice",)
 PROMPT_STYLES = ("direct", "cot")
 MAX_NEW_TOKENS = {"direct": 24, "cot": 96}
 _ARTICLES = re.compile(r"\b(?:the|a|an)\b")
@@ -183,13 +180,12 @@ def edited_effectively(ppl: dict[str, float]) -> bool:
 def evaluate_recoe(spec: RecoeEvalSpec, *, lm: LanguageModel | None = None, data_dir: Path | None = None,
                    progress: bool = True) -> dict[str, Any]:
     """The ReCoE evaluation document: per scheme and per item, one model loaded once, all schemes batched together."""
-    data_dir = Path(data_dir) if data_dir else cache_root() / "datasets" / DATASET_VERSION
     started = time.perf_counter()
     items, versions = [], {}
-    for scheme in spec.schemes:
-        folder, config = task_dataset_dir(f"recoe/{scheme}", data_dir)
-        versions[f"recoe/{scheme}"] = read_manifest(folder)["version"]
-        items += [RecoeItem.from_record(p) for p in select_pairs(load_pairs(folder, config), spec.limit, spec.seed)]
+    tasks = [f"recoe/{scheme}" for scheme in spec.schemes]
+    for task_pairs in iter_task_pairs(tasks, data_dir, limit=spec.limit, seed=spec.seed):
+        versions[task_pairs.task] = task_pairs.dataset.version
+        items += [RecoeItem.from_record(p) for p in task_pairs.pairs]
     lm = lm or load_model(spec.model)
     engine = ScoringEngine(lm, batch_size=spec.batch_size, progress=progress)
     requests = [question_prompt(i.question, edits, spec.prompt) for i in items for edits in ((), i.counterfactual_facts)]
@@ -204,7 +200,7 @@ def evaluate_recoe(spec: RecoeEvalSpec, *, lm: LanguageModel | None = None, data
                      "ppl": ppl, "fact_edit_success": edited_effectively(ppl)})
     return {
         "schema_version": SCHEMA_VERSION,
-        "model": {"name": lm.name, "revision": lm.revision, "dtype": lm.dtype, "device": str(lm.device)},
+        "model": dataclasses.asdict(lm.identity),
         "editor": spec.editor, "prompt": spec.prompt, "dataset_versions": versions,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "run_spec": {**dataclasses.asdict(spec), "package_version": __version__},
@@ -214,16 +210,13 @@ def evaluate_recoe(spec: RecoeEvalSpec, *, lm: LanguageModel | None = None, data
     }
 
 
-def _cell(value: float | None) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
-
-
 def recoe_table(doc: dict[str, Any]) -> str:
     """The per-scheme results as a Markdown table."""
     lines = [f"ReCoE evaluation: {doc['model']['name']}, editor {doc['editor']}, prompt {doc['prompt']}", "",
              "| scheme | n | original acc. | correct_flip | counterfactual acc. | fact-edit effectiveness |",
              "|---|---|---|---|---|---|"]
-    lines += [f"| {r['scheme']} | {r['n']} | {_cell(r['original_accuracy'])} | {_cell(r['correct_flip'])} "
-              f"({r['n_flipped']}/{r['n_original']}) | {_cell(r['counterfactual_accuracy'])} | "
-              f"{_cell(r['fact_edit_effectiveness'])} |" for r in doc["results"]]
+    lines += [f"| {r['scheme']} | {r['n']} | {format_number(r['original_accuracy'])} | "
+              f"{format_number(r['correct_flip'])} ({r['n_flipped']}/{r['n_original']}) | "
+              f"{format_number(r['counterfactual_accuracy'])} | {format_number(r['fact_edit_effectiveness'])} |"
+              for r in doc["results"]]
     return "\n".join(lines)

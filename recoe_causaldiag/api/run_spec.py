@@ -1,0 +1,161 @@
+"""The run specification: everything that determines a diagnosticity run's numbers. A spec is first what was
+asked for (model, revision, precision, tasks, metrics and their options, editor, explanations, seed, ...); once
+the run has loaded its model and datasets it is resolved (pinned) to what ran: the model's identity (resolved
+revision, dtype, device), each task's dataset version and MANIFEST hash, and the library version. The resolved spec
+is written into every results file, and `RunSpec.from_dict` of it reruns the same job exactly (a pinned spec refuses
+to run on other weights or other data)."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from .metric import metric_registry
+from .registry import UnknownNameError
+from .task import task_registry
+
+log = logging.getLogger(__name__)
+
+EDITORS = ("ice",)
+EXPLANATION_SOURCES = ("synthetic", "generated")
+PRECISIONS = ("auto", "float32", "float16", "bfloat16")
+"""`auto`: float16 on CUDA, float32 otherwise."""
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """The model that ran, as loaded. `revision` is resolved: for a packaged model its pip package's version and
+    its GGUF file's sha256 (`package==version@sha256:...`), for a hub model the commit, for a local folder its
+    resolved path."""
+
+    name: str
+    revision: str
+    dtype: str
+    device: str
+
+
+@dataclass(frozen=True)
+class DatasetIdentity:
+    """The data a task's pairs came from: its dataset's version and the sha256 of the dataset's MANIFEST.json (which
+    holds the sha256 of every file of the dataset)."""
+
+    task: str
+    version: str
+    manifest_sha256: str
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that determines a run's numbers; its resolved form is written into every results file."""
+
+    model: str
+    tasks: tuple[str, ...]
+    metrics: tuple[str, ...]
+    limit: int | None = None
+    editor: str = "ice"
+    explanations: str = "synthetic"
+    seed: int = 0
+    batch_size: int = 32
+    n_resamples: int = 2000
+    max_explanation_tokens: int = 48
+    metric_options: tuple[tuple[str, str, Any], ...] = ()
+    revision: str | None = None
+    precision: str = "auto"
+    device: str | None = None
+    model_identity: ModelIdentity | None = None
+    datasets: tuple[DatasetIdentity, ...] = ()
+    package_version: str | None = None
+
+    def __post_init__(self) -> None:
+        tasks, metrics = task_registry(), metric_registry()
+        for task in self.tasks:
+            tasks.get(task)
+        for metric in self.metrics:
+            metrics.get(metric)
+        for metric, key, _ in self.metric_options:
+            if metric not in self.metrics:
+                raise ValueError(f"option {metric}.{key} names a metric that this run does not compute")
+            parameters = inspect.signature(metrics.get(metric)).parameters
+            if key not in parameters:
+                raise ValueError(f"metric {metric} has no option '{key}' (options: {', '.join(parameters) or 'none'})")
+        for metric in dict.fromkeys(name for name, _, _ in self.metric_options):
+            try:
+                metrics.get(metric)(**self.options_for(metric))
+            except TypeError as err:
+                raise ValueError(f"bad option for metric {metric}: {err}") from err
+        if self.editor not in EDITORS:
+            raise UnknownNameError("editor", self.editor, list(EDITORS))
+        if self.explanations not in EXPLANATION_SOURCES:
+            raise UnknownNameError("explanation source", self.explanations, list(EXPLANATION_SOURCES))
+        if self.precision not in PRECISIONS:
+            raise UnknownNameError("precision", self.precision, list(PRECISIONS))
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"limit must be >= 1, got {self.limit}")
+
+    def options_for(self, metric: str) -> dict[str, Any]:
+        """Keyword arguments of `metric`'s constructor in this run (sample budgets, helper models, ...)."""
+        return {key: value for name, key, value in self.metric_options if name == metric}
+
+    @property
+    def pinned(self) -> bool:
+        """Whether this spec records what ran (a results file's spec), so a rerun must load exactly that."""
+        return self.model_identity is not None
+
+    def model_to_load(self) -> tuple[str | None, str, str | None]:
+        """(revision, precision, device) to load the model with: the recorded ones when pinned (a hub model's
+        commit, the dtype and device that ran), else the requested ones."""
+        if self.model_identity is None:
+            return self.revision, self.precision, self.device
+        return self.model_identity.revision, self.model_identity.dtype, self.model_identity.device
+
+    def check_model(self, loaded: ModelIdentity) -> None:
+        """ValueError when this spec is pinned to another model than the one loaded."""
+        if self.model_identity is not None and self.model_identity != loaded:
+            raise ValueError(f"the run spec records the model {_describe(self.model_identity)}, but "
+                             f"{_describe(loaded)} was loaded")
+
+    def check_dataset(self, loaded: DatasetIdentity) -> None:
+        """ValueError when this spec is pinned to other data for the task than the data found."""
+        recorded = next((d for d in self.datasets if d.task == loaded.task), None)
+        if recorded is not None and recorded != loaded:
+            raise ValueError(f"the run spec records {_describe(recorded)}, but the data folder holds "
+                             f"{_describe(loaded)}")
+
+    def resolved(self, model: ModelIdentity, datasets: Sequence[DatasetIdentity], package_version: str) -> RunSpec:
+        """This spec pinned to what ran (ValueError when it is already pinned to something else)."""
+        self.check_model(model)
+        for dataset in datasets:
+            self.check_dataset(dataset)
+        if self.package_version not in (None, package_version):
+            log.warning("the run spec was recorded with causal-diagnosticity %s; this is %s",
+                        self.package_version, package_version)
+        return replace(self, model_identity=model, datasets=tuple(datasets), package_version=package_version)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as the results file's `run_spec` (JSON-ready once tuples are written as lists)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunSpec:
+        """The spec of a results file's `run_spec` (lists read back as tuples); of a resolved spec, one that reruns
+        the same job exactly."""
+        unknown = set(data) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"run_spec has unknown fields: {', '.join(sorted(unknown))}")
+        values = {key: _tuples(value) for key, value in data.items()}
+        if values.get("model_identity") is not None:
+            values["model_identity"] = ModelIdentity(**data["model_identity"])
+        values["datasets"] = tuple(DatasetIdentity(**d) for d in data.get("datasets", ()))
+        return cls(**values)
+
+
+def _tuples(value: Any) -> Any:
+    """JSON arrays (lists) back to the tuples the spec holds, at any depth."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+def _describe(identity: ModelIdentity | DatasetIdentity) -> str:
+    return ", ".join(f"{key} {value}" for key, value in asdict(identity).items())

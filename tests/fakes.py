@@ -1,0 +1,67 @@
+"""One scripted engine for tests: it implements the `Engine` protocol, answers label requests and generations from
+scripted functions of the prompt, and records what it was asked. Its model stub splits text into words."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from types import SimpleNamespace
+
+import numpy as np
+
+from recoe_causaldiag.api import Encoded, LabelRequest
+from recoe_causaldiag.models import DEFAULT_MODEL
+from recoe_causaldiag.prompts import Prompt, Turn
+
+
+class WordLM:
+    """A stand-in LanguageModel whose tokens are whitespace-separated words (they are their own ids)."""
+
+    def __init__(self, name: str = DEFAULT_MODEL) -> None:
+        self.name = name
+        self.tokenizer = SimpleNamespace(decode=lambda ids, skip_special_tokens=True: " ".join(ids))
+
+    def render(self, turns: Sequence[Turn]) -> str:
+        return "\n".join(f"{t.role}: {t.content}" for t in turns)
+
+    def encode(self, text: str, continuation: bool = False) -> list[str]:
+        return text.split()
+
+
+class ScriptedEngine:
+    """An `Engine` whose label probabilities are `probs(prompt)` and whose greedy generations are `outputs(prompt)`.
+
+    `asked` holds every prompt whose labels were scored, `generated` every generate call as (prompts,
+    max_new_tokens); the log-probability methods are not scripted and raise."""
+
+    def __init__(self, probs: Callable[[Prompt], Sequence[float]] | None = None,
+                 outputs: Callable[[Prompt], str] | None = None, *, name: str = DEFAULT_MODEL,
+                 batch_size: int = 8) -> None:
+        self.probs, self.outputs = probs, outputs
+        self.lm, self.batch_size, self.progress = WordLM(name), batch_size, False
+        self.asked: list[Prompt] = []
+        self.generated: list[tuple[list[Prompt], int]] = []
+
+    def encode(self, prompt: Prompt) -> Encoded:
+        return Encoded(tuple(self.lm.encode(self.lm.render(prompt.turns))), tuple(prompt.continuation.split()),
+                       not prompt.continuation[-1:].isspace())
+
+    def label_probs(self, requests: Sequence[LabelRequest], *, desc: str = "") -> list[np.ndarray]:
+        if self.probs is None:
+            raise AssertionError("this engine has no scripted label probabilities")
+        self.asked += [r.prompt for r in requests]
+        return [np.array(self.probs(r.prompt), float) for r in requests]
+
+    def generate(self, prompts: Sequence[Prompt], *, max_new_tokens: int = 64) -> list[str]:
+        if self.outputs is None:
+            raise AssertionError("this engine has no scripted generations")
+        self.generated.append((list(prompts), max_new_tokens))
+        return [self.outputs(p) for p in prompts]
+
+    def continuation_logprobs(self, prompts: Sequence[Prompt], *, desc: str = "") -> list[np.ndarray]:
+        raise NotImplementedError("log-probabilities are not scripted")
+
+    def perplexity(self, prompts: Sequence[Prompt], *, desc: str = "") -> np.ndarray:
+        raise NotImplementedError("perplexities are not scripted")
+
+    def continuation_logits(self, encoded: Sequence[Encoded], *, desc: str = "") -> Iterator[tuple[int, object]]:
+        raise NotImplementedError("logits are not scripted")
