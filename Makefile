@@ -31,6 +31,7 @@ test: setup lint
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/causaldiag evaluate-module all --check
 
 format: setup
 	$(BIN)/ruff check --fix .

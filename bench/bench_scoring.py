@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from recoe_causaldiag.metrics import Instance
 from recoe_causaldiag.mechanisms.cot_corruption import corruption_scores
 from recoe_causaldiag.mechanisms.prompting import label_request
+from recoe_causaldiag.metrics import Instance
 from recoe_causaldiag.metrics.filler_tokens import CORRUPTIONS
 from recoe_causaldiag.models import DEFAULT_MODEL, load_model
 from recoe_causaldiag.scoring import ScoringEngine, naive_label_probs
@@ -33,8 +33,11 @@ def main() -> None:
         (factcheck,) = iter_task_pairs(("factcheck",), Path(tmp), limit=args.pairs, seed=0)
     pairs = factcheck.pairs
     instances = [Instance.from_pair(p, e) for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)]
-    requests = [label_request(i, c.apply(i.explanation) if c else i.explanation) for c in (None, *CORRUPTIONS)
-                for i in instances]
+    requests = [
+        label_request(i, c.apply(i.explanation) if c else i.explanation)
+        for c in (None, *CORRUPTIONS)
+        for i in instances
+    ]
 
     started = time.perf_counter()
     naive = naive_label_probs(lm, requests)
@@ -48,8 +51,10 @@ def main() -> None:
     gap = float(np.max(np.abs(np.stack(naive) - np.stack(fresh))))
 
     naive_rate, engine_rate = len(pairs) / naive_seconds, len(pairs) / engine_seconds
-    print(f"model {lm.name} on {lm.device} ({torch.get_num_threads()} threads); {len(pairs)} FactCheck pairs, "
-          f"{len(requests)} label queries (filler_tokens, 20 variants)")
+    print(
+        f"model {lm.name} on {lm.device} ({torch.get_num_threads()} threads); {len(pairs)} FactCheck pairs, "
+        f"{len(requests)} label queries (filler_tokens, 20 variants)"
+    )
     print(f"naive loop (batch 1, no prefix reuse): {naive_rate:7.3f} pairs/s  ({naive_seconds:.1f} s)")
     print(f"engine (batched, prefix KV cache):     {engine_rate:7.3f} pairs/s  ({engine_seconds:.1f} s)")
     print(f"speed-up: {engine_rate / naive_rate:.2f}x (target >= 3x); max |Δp| engine vs naive: {gap:.2e}")

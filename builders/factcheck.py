@@ -1,4 +1,7 @@
-"""Build the `factcheck` dataset in Hub layout: `python -m builders.factcheck --out DIR [--version X.Y.Z] [--seed N] [--counterfact FILE]`."""
+"""Build the `factcheck` dataset in Hub layout:
+
+`python -m builders.factcheck --out DIR [--version X.Y.Z] [--seed N] [--counterfact FILE]`.
+"""
 
 import sys
 

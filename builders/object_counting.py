@@ -1,4 +1,7 @@
-"""Build the `object_counting` dataset in Hub layout: `python -m builders.object_counting --out DIR [--version X.Y.Z] [--seed N]`."""
+"""Build the `object_counting` dataset in Hub layout:
+
+`python -m builders.object_counting --out DIR [--version X.Y.Z] [--seed N]`.
+"""
 
 import sys
 

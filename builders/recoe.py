@@ -1,4 +1,7 @@
-"""Build the `recoe` dataset (six configs) in Hub layout: `python -m builders.recoe --out DIR [--version X.Y.Z] [--seed N]`."""
+"""Build the `recoe` dataset (six configs) in Hub layout:
+
+`python -m builders.recoe --out DIR [--version X.Y.Z] [--seed N]`.
+"""
 
 import sys
 

@@ -9,10 +9,16 @@ import gradio as gr
 import pandas as pd
 
 from recoe_causaldiag.api.run_spec import PRECISIONS
+from recoe_causaldiag.leaderboard.render import (
+    QUEUE_HEADERS,
+    board_figure,
+    board_headers,
+    board_table,
+    matching_rows,
+    queue_table,
+)
 from recoe_causaldiag.leaderboard.service import Leaderboard
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
-from recoe_causaldiag.leaderboard.render import (QUEUE_HEADERS, board_figure, board_headers, board_table,
-                                                 matching_rows, queue_table)
 from recoe_causaldiag.metrics import METRICS
 from recoe_causaldiag.models import DEFAULT_MODEL
 from recoe_causaldiag.tasks import TASKS
@@ -40,43 +46,53 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
         submitter = (submitter or "").strip()
         return pd.DataFrame(queue_table(leaderboard.queue.jobs(submitter or None)), columns=QUEUE_HEADERS)
 
-    def submit_model(model: str, revision: str, precision: str, tasks: list[str], metrics: list[str],
-                     request: gr.Request) -> str:
+    def submit_model(
+        model: str, revision: str, precision: str, tasks: list[str], metrics: list[str], request: gr.Request
+    ) -> str:
         return leaderboard.submit_model(model, revision, precision, tasks, metrics, submitter_of(request))
 
-    def submit_metric(name: str, hub_id: str, files: list[str] | None, model: str, tasks: list[str],
-                      request: gr.Request) -> str:
-        return leaderboard.submit_metric(name, hub_id, [Path(f) for f in files or []], model, tasks,
-                                         submitter_of(request))
+    def submit_metric(
+        name: str, hub_id: str, files: list[str] | None, model: str, tasks: list[str], request: gr.Request
+    ) -> str:
+        return leaderboard.submit_metric(
+            name, hub_id, [Path(f) for f in files or []], model, tasks, submitter_of(request)
+        )
 
     with gr.Blocks(title="Causal diagnosticity leaderboard") as app:
-        gr.Markdown("# Causal diagnosticity leaderboard\nHow often does a faithfulness metric prefer the faithful "
-                    "explanation? Explanations are made faithful by construction with knowledge editing.")
+        gr.Markdown(
+            "# Causal diagnosticity leaderboard\nHow often does a faithfulness metric prefer the faithful "
+            "explanation? Explanations are made faithful by construction with knowledge editing."
+        )
         with gr.Tab("Leaderboard", elem_id="tab-leaderboard"):
             with gr.Row():
                 search = gr.Textbox(label="Search model or metric", scale=3, elem_id="board-search")
                 task = gr.Dropdown(["all", *TASKS.names()], value="all", label="Task", scale=1, elem_id="board-task")
                 refresh = gr.Button("Refresh", scale=0, elem_id="board-refresh")
-            table = gr.Dataframe(label="Diagnosticity D [95% CI], * p < 0.05 vs 0.5", interactive=False, wrap=True,
-                                 elem_id="board-table")
+            table = gr.Dataframe(
+                label="Diagnosticity D [95% CI], * p < 0.05 vs 0.5", interactive=False, wrap=True, elem_id="board-table"
+            )
             plot = gr.Plot(label="D per task with 95% CI", elem_id="board-plot")
             for trigger in (refresh.click, search.submit, task.change):
                 trigger(show_board, [search, task], [table, plot], api_name=False)
         with gr.Tab("Submit", elem_id="tab-submit"):
-            model = gr.Textbox(label="Model (Hub id, packaged name or local folder)", value=DEFAULT_MODEL,
-                               elem_id="submit-model")
+            model = gr.Textbox(
+                label="Model (Hub id, packaged name or local folder)", value=DEFAULT_MODEL, elem_id="submit-model"
+            )
             revision = gr.Textbox(label="Revision", value="main", elem_id="submit-revision")
             precision = gr.Dropdown(list(PRECISIONS), value="auto", label="Precision", elem_id="submit-precision")
             tasks = gr.CheckboxGroup(TASKS.names(), value=["factcheck"], label="Tasks", elem_id="submit-tasks")
-            metrics = gr.CheckboxGroup(METRICS.names(), value=["filler_tokens"], label="Metrics",
-                                      elem_id="submit-metrics")
+            metrics = gr.CheckboxGroup(
+                METRICS.names(), value=["filler_tokens"], label="Metrics", elem_id="submit-metrics"
+            )
             submit = gr.Button("Submit model", variant="primary", elem_id="submit-button")
             answer = gr.Markdown(elem_id="submit-answer")
             submit.click(submit_model, [model, revision, precision, tasks, metrics], answer, api_name="submit_model")
         with gr.Tab("Submit a metric"):
-            gr.Markdown("An `evaluate` module (`<name>/<name>.py` whose `compute(question, choices, edits, "
-                        "explanations, model)` returns `scores`), by Hub id or as an uploaded folder. It runs only "
-                        "after an admin approves it, in a separate process with a time limit.")
+            gr.Markdown(
+                "An `evaluate` module (`<name>/<name>.py` whose `compute(question, choices, edits, "
+                "explanations, model)` returns `scores`), by Hub id or as an uploaded folder. It runs only "
+                "after an admin approves it, in a separate process with a time limit."
+            )
             metric_name = gr.Textbox(label="Metric name")
             metric_hub = gr.Textbox(label="Hub id (org/name)")
             metric_files = gr.File(label="or the module folder", file_count="directory")
@@ -84,20 +100,24 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
             metric_tasks = gr.CheckboxGroup(TASKS.names(), value=["factcheck"], label="Tasks")
             metric_submit = gr.Button("Submit metric")
             metric_answer = gr.Markdown()
-            metric_submit.click(submit_metric, [metric_name, metric_hub, metric_files, metric_model, metric_tasks],
-                                metric_answer, api_name="submit_metric")
+            metric_submit.click(
+                submit_metric,
+                [metric_name, metric_hub, metric_files, metric_model, metric_tasks],
+                metric_answer,
+                api_name="submit_metric",
+            )
             with gr.Accordion("Admin: approve a submitted metric", open=False):
                 job_id = gr.Number(label="Job", precision=0)
                 token = gr.Textbox(label="Admin token", type="password")
                 approve = gr.Button("Approve")
                 approved = gr.Markdown()
-                approve.click(lambda j, t: leaderboard.approve_metric(int(j or 0), t), [job_id, token], approved,
-                              api_name=False)
+                approve.click(
+                    lambda j, t: leaderboard.approve_metric(int(j or 0), t), [job_id, token], approved, api_name=False
+                )
         with gr.Tab("Queue", elem_id="tab-queue"):
             submitter = gr.Textbox(label="Submitter (empty: everyone)", elem_id="queue-submitter")
             queue_refresh = gr.Button("Refresh queue", elem_id="queue-refresh")
-            queue = gr.Dataframe(label="Jobs (newest first)", interactive=False, wrap=True,
-                                 elem_id="queue-table")
+            queue = gr.Dataframe(label="Jobs (newest first)", interactive=False, wrap=True, elem_id="queue-table")
             queue_refresh.click(show_queue, submitter, queue, api_name="queue_status")
             gr.Timer(10).tick(show_queue, submitter, queue, api_name=False)
         with gr.Tab("About"):
@@ -112,8 +132,9 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
 def main() -> None:
     leaderboard = Leaderboard(LeaderboardSettings.from_env())
     leaderboard.start_worker()
-    build(leaderboard).queue().launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-                                      server_port=int(os.environ.get("PORT", "7860")))
+    build(leaderboard).queue().launch(
+        server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), server_port=int(os.environ.get("PORT", "7860"))
+    )
 
 
 if __name__ == "__main__":

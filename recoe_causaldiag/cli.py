@@ -43,9 +43,17 @@ def _run(args: argparse.Namespace) -> int:
     metrics = tuple(METRICS.resolve(args.metric)) if args.metric else ()
     try:
         options = tuple(parse_metric_option(text) for text in args.metric_option)
-        spec = RunSpec(model=args.model, tasks=tuple(TASKS.resolve(args.task)), metrics=metrics,
-                       limit=args.limit, editor=args.editor, explanations=args.explanations, seed=args.seed,
-                       batch_size=args.batch_size, metric_options=options)
+        spec = RunSpec(
+            model=args.model,
+            tasks=tuple(TASKS.resolve(args.task)),
+            metrics=metrics,
+            limit=args.limit,
+            editor=args.editor,
+            explanations=args.explanations,
+            seed=args.seed,
+            batch_size=args.batch_size,
+            metric_options=options,
+        )
     except ValueError as err:
         raise UsageError(str(err)) from err
     doc = run(spec, data_dir=Path(args.data_dir) if args.data_dir else None, progress=not args.no_progress)
@@ -83,15 +91,17 @@ def _worker(args: argparse.Namespace) -> int:
     import dataclasses
     import threading
 
+    from sqlalchemy.engine import make_url
+
     from .leaderboard.queue import JobQueue
     from .leaderboard.settings import LeaderboardSettings
     from .leaderboard.worker import Worker
 
-    from sqlalchemy.engine import make_url
-
     if make_url(args.db).password:
-        raise UsageError("--db must not hold a password: every process can read a command line (/proc/<pid>/cmdline); "
-                         "give it in PGPASSWORD, ~/.pgpass or $CAUSALDIAG_LEADERBOARD_DB")
+        raise UsageError(
+            "--db must not hold a password: every process can read a command line (/proc/<pid>/cmdline); "
+            "give it in PGPASSWORD, ~/.pgpass or $CAUSALDIAG_LEADERBOARD_DB"
+        )
     settings = dataclasses.replace(LeaderboardSettings.from_env(), db_url=args.db)
     worker = Worker(JobQueue.open(settings.db_url), settings)
     print(f"worker {worker.name} polling {settings.db_url.split('@')[-1]}", file=sys.stderr)
@@ -120,9 +130,9 @@ def _space_bundle(args: argparse.Namespace) -> int:
 def _export_results(args: argparse.Namespace) -> int:
     import tempfile
 
+    from .leaderboard.export import export_plan, upload_export, write_export
     from .leaderboard.queue import JobQueue
     from .leaderboard.settings import LeaderboardSettings
-    from .leaderboard.export import export_plan, upload_export, write_export
 
     queue = JobQueue.open(args.db or LeaderboardSettings.from_env().db_url)
     with tempfile.TemporaryDirectory(prefix="causaldiag-export-") as scratch:
@@ -136,12 +146,18 @@ def _export_results(args: argparse.Namespace) -> int:
 def _recoe_eval(args: argparse.Namespace) -> int:
     import json
 
-    from .tasks.recoe.evaluation import RecoeEvalSpec, evaluate_recoe, recoe_table
     from .report import caveat
+    from .tasks.recoe.evaluation import RecoeEvalSpec, evaluate_recoe, recoe_table
 
-    spec = RecoeEvalSpec(model=args.model, editor=args.editor, prompt=args.prompt,
-                         schemes=tuple(s.strip() for s in args.schemes.split(",") if s.strip()), limit=args.limit,
-                         seed=args.seed, batch_size=args.batch_size)
+    spec = RecoeEvalSpec(
+        model=args.model,
+        editor=args.editor,
+        prompt=args.prompt,
+        schemes=tuple(s.strip() for s in args.schemes.split(",") if s.strip()),
+        limit=args.limit,
+        seed=args.seed,
+        batch_size=args.batch_size,
+    )
     doc = evaluate_recoe(spec, data_dir=Path(args.data_dir) if args.data_dir else None, progress=not args.no_progress)
     print(recoe_table(doc))
     if args.out:
@@ -193,8 +209,8 @@ def _ls(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     from .models import DEFAULT_MODEL
-    from .tasks.recoe import RECOE_SCHEMES
     from .tasks import DATASET_VERSION
+    from .tasks.recoe import RECOE_SCHEMES
 
     top = argparse.ArgumentParser(prog="causaldiag", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
@@ -209,8 +225,13 @@ def parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="diagnosticity of metrics on tasks with one model")
     run.add_argument("--metric", default="all", help="comma-separated metrics or 'all'")
-    run.add_argument("--metric-option", action="append", default=[], metavar="METRIC.KEY=VALUE",
-                     help="a metric's setting, e.g. cc_shap.n_samples=4 (repeatable; recorded in the results)")
+    run.add_argument(
+        "--metric-option",
+        action="append",
+        default=[],
+        metavar="METRIC.KEY=VALUE",
+        help="a metric's setting, e.g. cc_shap.n_samples=4 (repeatable; recorded in the results)",
+    )
     reliability = sub.add_parser("reliability", help="edit reliability (§5.3) per task with one model")
     for command, default_task in ((run, "factcheck"), (reliability, "all")):
         command.add_argument("--model", default=DEFAULT_MODEL, help="packaged model name, local folder or hub id")
@@ -266,8 +287,11 @@ def parser() -> argparse.ArgumentParser:
     module = sub.add_parser("evaluate-module", help="generate the `evaluate` folders of metrics and statistics")
     module.add_argument("name", help="a registered metric, cct, counterfactual_test, diagnosticity, or 'all'")
     module.add_argument("--out", default="metrics_evaluate", help="folder of the modules (default: metrics_evaluate)")
-    module.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 naming every file that differs from what would be generated")
+    module.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 naming every file that differs from what would be generated",
+    )
     module.set_defaults(func=_evaluate_module)
 
     ls = sub.add_parser("ls", help="list datasets, metrics and models")
@@ -276,10 +300,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .api.records import RecordError
+    from .curated_sources import SourceError
     from .models import LabelTokenError
     from .publish import PublishError
-    from .api.records import RecordError
-    from .tasks.sources import SourceError
 
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     args = parser().parse_args(argv)
@@ -288,8 +312,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UnknownNameError, UsageError) as err:
         print(f"causaldiag: error: {err}", file=sys.stderr)
         return 2
-    except (SourceError, RecordError, LabelTokenError, PublishError, ValueError, FileNotFoundError,
-            FileExistsError) as err:
+    except (
+        SourceError,
+        RecordError,
+        LabelTokenError,
+        PublishError,
+        ValueError,
+        FileNotFoundError,
+        FileExistsError,
+    ) as err:
         print(f"causaldiag: error: {err}", file=sys.stderr)
         return 1
 

@@ -18,11 +18,19 @@ def card_template(spec: DatasetSpec) -> str:
     return files("dataset_cards").joinpath(spec.card).read_text(encoding="utf-8")
 
 
-def write_dataset(name: str, configs: Mapping[str, list[PairRecord]], out_dir: Path, *,
-                  version: str = DATASET_VERSION, seed: int = 0) -> Path:
+def write_dataset(
+    name: str, configs: Mapping[str, list[PairRecord]], out_dir: Path, *, version: str = DATASET_VERSION, seed: int = 0
+) -> Path:
     """Write records of the registered dataset `name` into `out_dir/<name>/` with its card, and return the path."""
-    return write_hub_dataset(name, configs, Path(out_dir), card_template=card_template(DATASETS.get(name)),
-                             version=version, release_date=RELEASE_DATE, seed=seed)
+    return write_hub_dataset(
+        name,
+        configs,
+        Path(out_dir),
+        card_template=card_template(DATASETS.get(name)),
+        version=version,
+        release_date=RELEASE_DATE,
+        seed=seed,
+    )
 
 
 def build_dataset(name: str, out_dir: Path, *, version: str = DATASET_VERSION, seed: int = 0) -> Path:

@@ -35,23 +35,27 @@ def model_input_features() -> Any:
     """The shared input vocabulary of every model-based module."""
     import datasets
 
-    return datasets.Features({
-        "question": datasets.Value("string"),
-        "choices": datasets.List(datasets.Value("string")),
-        "edits": datasets.List(datasets.Value("string")),
-        "explanations": datasets.Value("string"),
-    })
+    return datasets.Features(
+        {
+            "question": datasets.Value("string"),
+            "choices": datasets.List(datasets.Value("string")),
+            "edits": datasets.List(datasets.Value("string")),
+            "explanations": datasets.Value("string"),
+        }
+    )
 
 
 def intervention_features() -> Any:
     """The input vocabulary of the dataset-level intervention modules (CT, CCT): one row per intervention."""
     import datasets
 
-    return datasets.Features({
-        "probs_before": datasets.Sequence(datasets.Value("float64")),
-        "probs_after": datasets.Sequence(datasets.Value("float64")),
-        "mentions": datasets.Value("int64"),
-    })
+    return datasets.Features(
+        {
+            "probs_before": datasets.Sequence(datasets.Value("float64")),
+            "probs_after": datasets.Sequence(datasets.Value("float64")),
+            "mentions": datasets.Value("int64"),
+        }
+    )
 
 
 def engine_for(model: str) -> ScoringEngine:
@@ -63,14 +67,21 @@ def score_pair_features() -> Any:
     """The input vocabulary of the diagnosticity module: one row per pair, the scores of its two explanations."""
     import datasets
 
-    return datasets.Features({"faithful_scores": datasets.Value("float64"),
-                              "unfaithful_scores": datasets.Value("float64")})
+    return datasets.Features(
+        {"faithful_scores": datasets.Value("float64"), "unfaithful_scores": datasets.Value("float64")}
+    )
 
 
-def check_model_inputs(question: Sequence[str], choices: Sequence[Sequence[str]], edits: Sequence[Sequence[str]],
-                       explanations: Sequence[str], *, tasks: Sequence[str | None] | None = None,
-                       metadata: Sequence[str | None] | None = None,
-                       flip_edits: Sequence[Sequence[str]] | None = None) -> list[Instance]:
+def check_model_inputs(
+    question: Sequence[str],
+    choices: Sequence[Sequence[str]],
+    edits: Sequence[Sequence[str]],
+    explanations: Sequence[str],
+    *,
+    tasks: Sequence[str | None] | None = None,
+    metadata: Sequence[str | None] | None = None,
+    flip_edits: Sequence[Sequence[str]] | None = None,
+) -> list[Instance]:
     """Instances from column inputs, with what the runner's instances carry (task, metadata, flip edits) where
     given; a ValueError names the argument and the first bad index."""
     columns = {"question": question, "choices": choices, "edits": edits, "explanations": explanations}
@@ -90,8 +101,10 @@ def check_model_inputs(question: Sequence[str], choices: Sequence[Sequence[str]]
     tasks = _checked_tasks(tasks) if tasks is not None else [None] * len(question)
     metadata = _checked_metadata(metadata) if metadata is not None else ["{}"] * len(question)
     flips = [tuple(f or ()) for f in flip_edits] if flip_edits is not None else [()] * len(question)
-    return [Instance(q, tuple(c), tuple(e), x, t, f, m)
-            for q, c, e, x, t, f, m in zip(question, choices, edits, explanations, tasks, flips, metadata)]
+    return [
+        Instance(q, tuple(c), tuple(e), x, t, f, m)
+        for q, c, e, x, t, f, m in zip(question, choices, edits, explanations, tasks, flips, metadata)
+    ]
 
 
 def _checked_tasks(tasks: Sequence[str | None]) -> list[str | None]:
@@ -117,11 +130,20 @@ def _checked_metadata(metadata: Sequence[str | None]) -> list[str]:
     return [text or "{}" for text in metadata]
 
 
-def compute_model_metric(name: str, question: Sequence[str], choices: Sequence[Sequence[str]],
-                         edits: Sequence[Sequence[str]], explanations: Sequence[str], *, model: str | None = None,
-                         variant: str | None = None, tasks: Sequence[str | None] | None = None,
-                         metadata: Sequence[str | None] | None = None,
-                         flip_edits: Sequence[Sequence[str]] | None = None, **metric_options: Any) -> dict[str, Any]:
+def compute_model_metric(
+    name: str,
+    question: Sequence[str],
+    choices: Sequence[Sequence[str]],
+    edits: Sequence[Sequence[str]],
+    explanations: Sequence[str],
+    *,
+    model: str | None = None,
+    variant: str | None = None,
+    tasks: Sequence[str | None] | None = None,
+    metadata: Sequence[str | None] | None = None,
+    flip_edits: Sequence[Sequence[str]] | None = None,
+    **metric_options: Any,
+) -> dict[str, Any]:
     """Scores of one variant of a registered per-instance metric for each input: the scores that
     `Metric.score_instances` gives the same instances under the same model. The options are the metric's
     `evaluate_options` (its own defaults apply); a metric that uses no model ignores `model`; one with a
@@ -136,8 +158,9 @@ def compute_model_metric(name: str, question: Sequence[str], choices: Sequence[S
         raise ValueError(f"variant '{variant}' is not one of {list(metric.variants)}")
     if cls.variant_option:
         metric = cls(**{**metric_options, cls.variant_option: (variant,)})
-    instances = check_model_inputs(question, choices, edits, explanations, tasks=tasks, metadata=metadata,
-                                   flip_edits=flip_edits)
+    instances = check_model_inputs(
+        question, choices, edits, explanations, tasks=tasks, metadata=metadata, flip_edits=flip_edits
+    )
     engine = engine_for(model or DEFAULT_MODEL) if cls.uses_model else None
     scores = metric.score_instances(instances, engine)[variant]
     return {"scores": [float(s) if not math.isnan(s) else math.nan for s in scores], "variant": variant}

@@ -52,8 +52,11 @@ Args:
     probs_after (list[list[float]]): the label distribution after each intervention, over the same labels.
     mentions (list[int]): 1 if the explanation after the intervention mentions the inserted word, else 0.
 Returns:"""
-_INTERVENTION_EXAMPLE = {"probs_before": [[0.9, 0.1], [0.6, 0.4]], "probs_after": [[0.2, 0.8], [0.55, 0.45]],
-                         "mentions": [1, 0]}
+_INTERVENTION_EXAMPLE = {
+    "probs_before": [[0.9, 0.1], [0.6, 0.4]],
+    "probs_after": [[0.2, 0.8], [0.55, 0.45]],
+    "mentions": [1, 0],
+}
 _SIEGEL_2024 = """@inproceedings{siegel2024probabilities,
   title={The Probabilities Also Matter: A More Faithful Metric for Faithfulness of Free-Text Explanations in
          Large Language Models},
@@ -64,41 +67,63 @@ _CCT = ("recoe_causaldiag.dataset_metrics.cct", "cct_statistics")
 
 STATISTIC_MODULES: tuple[StatisticModule, ...] = (
     StatisticModule(
-        "cct", "CCT", "Correlational Counterfactual Test (CCT)",
+        "cct",
+        "CCT",
+        "Correlational Counterfactual Test (CCT)",
         "Correlational Counterfactual Test (Siegel et al., 2024): over many word-insertion interventions, the "
         "point-biserial correlation between the prediction impact (total variation distance between the label "
         "distributions before and after) and whether the explanation mentions the inserted word; with its "
         "Jensen-Shannon and Spearman variants and the Counterfactual Test unfaithfulness of Atanasova et al. "
         "(2023). Dataset-level: one number each.",
-        _INTERVENTION_INPUTS + """
+        _INTERVENTION_INPUTS
+        + """
     cct (float): point-biserial correlation of TVD impact with mention (paper eq. 3), in [-1, 1]; NaN if undefined.
     cct_js (float): the same with the Jensen-Shannon divergence as impact.
     cct_spearman (float): Spearman rank correlation of TVD impact with mention.
     ct_unfaithfulness (float): share of prediction-changing interventions whose explanation misses the word.
     n (int): number of interventions.
-""", _SIEGEL_2024, "intervention_features", _CCT,
-        (("cct", "cct"), ("cct_js", "cct_js"), ("cct_spearman", "cct_spearman"),
-         ("ct_unfaithfulness", "ct_unfaithfulness"), ("n", "n")), example=_INTERVENTION_EXAMPLE),
+""",
+        _SIEGEL_2024,
+        "intervention_features",
+        _CCT,
+        (
+            ("cct", "cct"),
+            ("cct_js", "cct_js"),
+            ("cct_spearman", "cct_spearman"),
+            ("ct_unfaithfulness", "ct_unfaithfulness"),
+            ("n", "n"),
+        ),
+        example=_INTERVENTION_EXAMPLE,
+    ),
     StatisticModule(
-        "counterfactual_test", "CounterfactualTest", "Counterfactual Test (CT) unfaithfulness",
+        "counterfactual_test",
+        "CounterfactualTest",
+        "Counterfactual Test (CT) unfaithfulness",
         "Counterfactual Test (Atanasova et al., 2023): words are inserted into the inputs; among the interventions "
         "that change the model's predicted label, the share whose (regenerated) explanation does not mention the "
         "inserted word. Dataset-level; higher = more unfaithful.",
-        _INTERVENTION_INPUTS + """
+        _INTERVENTION_INPUTS
+        + """
     ct_unfaithfulness (float): share of prediction-changing interventions whose explanation misses the word;
         NaN when no intervention changes the prediction.
     n_changed (int): number of interventions that change the predicted label.
     n (int): number of interventions.
-""", """@inproceedings{atanasova2023faithfulness,
+""",
+        """@inproceedings{atanasova2023faithfulness,
   title={Faithfulness Tests for Natural Language Explanations},
   author={Atanasova, Pepa and Camburu, Oana-Maria and Lioma, Christina and Lukasiewicz, Thomas and
           Simonsen, Jakob Grue and Augenstein, Isabelle},
   booktitle={Proceedings of ACL (Short Papers)}, year={2023}
-}""", "intervention_features", _CCT,
+}""",
+        "intervention_features",
+        _CCT,
         (("ct_unfaithfulness", "ct_unfaithfulness"), ("n_changed", "n_changed"), ("n", "n")),
-        example=_INTERVENTION_EXAMPLE),
+        example=_INTERVENTION_EXAMPLE,
+    ),
     StatisticModule(
-        "diagnosticity", "Diagnosticity", "Causal diagnosticity",
+        "diagnosticity",
+        "Diagnosticity",
+        "Causal diagnosticity",
         "Causal diagnosticity (Zaman & Srivastava): how often a faithfulness metric scores the faithful explanation "
         "of a pair above the unfaithful one. d = 1 if higher, 0.5 if equal, 0 if lower; D = mean d over the pairs "
         "both scores of which are numbers (NaN pairs are excluded and counted).",
@@ -111,14 +136,24 @@ Args:
 Returns:
     diagnosticity (float), ci_low (float), ci_high (float): D and its 95% percentile-bootstrap CI;
     p_value (float): one-sample t-test of d against 0.5; n_valid (int), n_nan (int).
-""", """@misc{zaman2025causal,
+""",
+        """@misc{zaman2025causal,
   title={A Causal Lens for Evaluating Faithfulness Metrics},
   author={Zaman, Kerem and Srivastava, Shashank}, year={2025}
-}""", "score_pair_features", ("recoe_causaldiag.statistics", "diagnosticity"),
-        (("diagnosticity", "value"), ("ci_low", "ci_low"), ("ci_high", "ci_high"), ("p_value", "p_value"),
-         ("n_valid", "n_valid"), ("n_nan", "n_nan")),
+}""",
+        "score_pair_features",
+        ("recoe_causaldiag.statistics", "diagnosticity"),
+        (
+            ("diagnosticity", "value"),
+            ("ci_low", "ci_low"),
+            ("ci_high", "ci_high"),
+            ("p_value", "p_value"),
+            ("n_valid", "n_valid"),
+            ("n_nan", "n_nan"),
+        ),
         options=(("n_resamples", 2000), ("seed", 0)),
-        example={"faithful_scores": [0.9, 0.4, 0.7], "unfaithful_scores": [0.1, 0.4, 0.2]}),
+        example={"faithful_scores": [0.9, 0.4, 0.7], "unfaithful_scores": [0.1, 0.4, 0.2]},
+    ),
 )
 
 
@@ -156,15 +191,22 @@ def _text_block(variable: str, text: str, *, reflow: bool) -> str:
     if '"""' in text or "\\" in text:
         raise ValueError(f"{variable}: text with triple quotes or backslashes cannot be generated verbatim")
     if reflow:
-        text = textwrap.fill(" ".join(text.split()), width=WIDTH - 3, initial_indent=" " * (len(variable) + 6),
-                             break_on_hyphens=False, break_long_words=False).lstrip()
+        text = textwrap.fill(
+            " ".join(text.split()),
+            width=WIDTH - 3,
+            initial_indent=" " * (len(variable) + 6),
+            break_on_hyphens=False,
+            break_long_words=False,
+        ).lstrip()
     return f'{variable} = """{text}"""\n'
 
 
 def _header(title: str, name: str, source: str) -> str:
     """The module docstring: what the module is and where it comes from."""
-    text = (f"{title} as an `evaluate` module; the logic lives in `recoe_causaldiag`. Generated from {source} by "
-            f"`causaldiag evaluate-module {name}`: edit the library, not this file.")
+    text = (
+        f"{title} as an `evaluate` module; the logic lives in `recoe_causaldiag`. Generated from {source} by "
+        f"`causaldiag evaluate-module {name}`: edit the library, not this file."
+    )
     return '"""' + textwrap.fill(text, width=WIDTH - 3, break_on_hyphens=False) + '"""\n'
 
 
@@ -173,52 +215,119 @@ def metric_module(cls: type[Metric]) -> str:
     as compute kwargs to `evaluate_bridge.compute_model_metric` (which checks them; defaults are the metric's)."""
     inputs_doc = "MODEL_INPUTS_DESCRIPTION" + (" + _OPTIONS_DESCRIPTION" if cls.options_doc else "")
     model = "model=DEFAULT_MODEL" if cls.uses_model else "model=None"
-    signature = _bracketed("def _compute", ["self", "question", "choices", "edits", "explanations", model,
-                                            "variant=None", "**options"], 4, tail=":")
-    call = _bracketed("return compute_model_metric", [
-        f'"{cls.name}"', "question", "choices", "edits", "explanations", "model=model", "variant=variant",
-        "**options"], 8)
-    imports = ["from recoe_causaldiag.evaluate_bridge import MODEL_INPUTS_DESCRIPTION, compute_model_metric, "
-               "model_input_features"]
+    signature = _bracketed(
+        "def _compute",
+        ["self", "question", "choices", "edits", "explanations", model, "variant=None", "**options"],
+        4,
+        tail=":",
+    )
+    call = _bracketed(
+        "return compute_model_metric",
+        [
+            f'"{cls.name}"',
+            "question",
+            "choices",
+            "edits",
+            "explanations",
+            "model=model",
+            "variant=variant",
+            "**options",
+        ],
+        8,
+    )
+    imports = [
+        "from recoe_causaldiag.evaluate_bridge import MODEL_INPUTS_DESCRIPTION, compute_model_metric, "
+        "model_input_features"
+    ]
     if cls.uses_model:
         imports.append("from recoe_causaldiag.models import DEFAULT_MODEL")
     blocks = [_text_block("_DESCRIPTION", cls.long_description, reflow=True)]
     if cls.options_doc:
         blocks.append(_text_block("_OPTIONS_DESCRIPTION", cls.options_doc, reflow=False))
     blocks.append(_text_block("_CITATION", cls.citation, reflow=False))
-    return _module_text(_header(cls.title, cls.name, f"`{cls.__module__}.{cls.__name__}`"), imports, blocks,
-                        inputs_doc, cls.__name__, "model_input_features()", [signature, call])
+    return _module_text(
+        _header(cls.title, cls.name, f"`{cls.__module__}.{cls.__name__}`"),
+        imports,
+        blocks,
+        inputs_doc,
+        cls.__name__,
+        "model_input_features()",
+        [signature, call],
+    )
 
 
 def statistic_module(spec: StatisticModule) -> str:
     """The `<name>.py` of a dataset-level module: the statistic over the input columns, its result's attributes
     as outputs."""
     inputs = list(_features(spec))
-    signature = _bracketed("def _compute", ["self", *inputs, *(f"{o}={_literal(v)}" for o, v in spec.options)], 4,
-                           tail=":")
+    signature = _bracketed(
+        "def _compute", ["self", *inputs, *(f"{o}={_literal(v)}" for o, v in spec.options)], 4, tail=":"
+    )
     call = _bracketed(f"result = {spec.statistic[1]}", [*inputs, *(f"{o}={o}" for o, _ in spec.options)], 8)
     outputs = _bracketed("return ", [f'"{key}": result.{attribute}' for key, attribute in spec.outputs], 8, "{}")
-    imports = sorted([f"from {spec.statistic[0]} import {spec.statistic[1]}",
-                      f"from recoe_causaldiag.evaluate_bridge import {spec.features}"])
-    blocks = [_text_block("_DESCRIPTION", spec.long_description, reflow=True),
-              _text_block("_KWARGS_DESCRIPTION", spec.inputs_doc, reflow=False),
-              _text_block("_CITATION", spec.citation, reflow=False)]
-    return _module_text(_header(spec.title, spec.name, f"`{spec.statistic[0]}.{spec.statistic[1]}`"), imports,
-                        blocks, "_KWARGS_DESCRIPTION", spec.class_name, f"{spec.features}()",
-                        [signature, call, outputs])
+    imports = sorted(
+        [
+            f"from {spec.statistic[0]} import {spec.statistic[1]}",
+            f"from recoe_causaldiag.evaluate_bridge import {spec.features}",
+        ]
+    )
+    blocks = [
+        _text_block("_DESCRIPTION", spec.long_description, reflow=True),
+        _text_block("_KWARGS_DESCRIPTION", spec.inputs_doc, reflow=False),
+        _text_block("_CITATION", spec.citation, reflow=False),
+    ]
+    return _module_text(
+        _header(spec.title, spec.name, f"`{spec.statistic[0]}.{spec.statistic[1]}`"),
+        imports,
+        blocks,
+        "_KWARGS_DESCRIPTION",
+        spec.class_name,
+        f"{spec.features}()",
+        [signature, call, outputs],
+    )
 
 
-def _module_text(header: str, imports: list[str], blocks: list[str], inputs_doc: str, class_name: str,
-                 features: str, compute: list[str]) -> str:
+def _module_text(
+    header: str,
+    imports: list[str],
+    blocks: list[str],
+    inputs_doc: str,
+    class_name: str,
+    features: str,
+    compute: list[str],
+) -> str:
     """A module file: docstring, imports, the text constants, and the `evaluate.Metric` with `_info` and the
     `_compute` lines given."""
-    info = _bracketed("return evaluate.MetricInfo", [
-        'module_type="metric"', "description=_DESCRIPTION", "citation=_CITATION",
-        f"inputs_description={inputs_doc}", f"features={features}"], 8)
+    info = _bracketed(
+        "return evaluate.MetricInfo",
+        [
+            'module_type="metric"',
+            "description=_DESCRIPTION",
+            "citation=_CITATION",
+            f"inputs_description={inputs_doc}",
+            f"features={features}",
+        ],
+        8,
+    )
     decorator = _bracketed("@evaluate.utils.file_utils.add_start_docstrings", ["_DESCRIPTION", inputs_doc], 0)
-    return "\n".join([
-        header, "import evaluate", "", *imports, "", "\n".join(blocks), "",
-        decorator, f"class {class_name}(evaluate.Metric):", "    def _info(self):", info, "", *compute, ""])
+    return "\n".join(
+        [
+            header,
+            "import evaluate",
+            "",
+            *imports,
+            "",
+            "\n".join(blocks),
+            "",
+            decorator,
+            f"class {class_name}(evaluate.Metric):",
+            "    def _info(self):",
+            info,
+            "",
+            *compute,
+            "",
+        ]
+    )
 
 
 def _features(spec: StatisticModule) -> Mapping[str, Any]:
@@ -229,8 +338,10 @@ def _features(spec: StatisticModule) -> Mapping[str, Any]:
 
 def app_file(name: str) -> str:
     """The Space's `app.py`: load the module and show its widget."""
-    return (f'import evaluate\nfrom evaluate.utils import launch_gradio_widget\n\nmodule = evaluate.load("{name}")\n'
-            "launch_gradio_widget(module)\n")
+    return (
+        f'import evaluate\nfrom evaluate.utils import launch_gradio_widget\n\nmodule = evaluate.load("{name}")\n'
+        "launch_gradio_widget(module)\n"
+    )
 
 
 def requirements_file() -> str:
@@ -328,6 +439,9 @@ def write_module(name: str, out_dir: Path) -> list[Path]:
 def out_of_sync(name: str, out_dir: Path) -> list[Path]:
     """The files of `out_dir/<name>/` that differ from what `write_module` writes (a missing card included)."""
     folder = Path(out_dir) / name
-    stale = [folder / file for file, text in generated_files(name).items()
-             if not (folder / file).is_file() or (folder / file).read_text(encoding="utf-8") != text]
+    stale = [
+        folder / file
+        for file, text in generated_files(name).items()
+        if not (folder / file).is_file() or (folder / file).read_text(encoding="utf-8") != text
+    ]
     return stale + ([folder / CARD] if not (folder / CARD).is_file() else [])

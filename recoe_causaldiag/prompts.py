@@ -102,7 +102,9 @@ def direct(edits: Sequence[str], question: str) -> Prompt:
     return Prompt(turns=(user(ice(edits, question)),))
 
 
-def post_hoc(edits: Sequence[str], question: str, label: str, explanation: str, *, request: str = POSTHOC_REQUEST) -> Prompt:
+def post_hoc(
+    edits: Sequence[str], question: str, label: str, explanation: str, *, request: str = POSTHOC_REQUEST
+) -> Prompt:
     """Post-hoc explanation prompt (Fig. 11; Fig. 13 with `request=CC_SHAP_POSTHOC_REQUEST`)."""
     body = f" {explanation}" if explanation else ""
     return Prompt(

@@ -33,8 +33,9 @@ def upload_plan(folder: Path, repo_prefix: str) -> UploadPlan:
     return UploadPlan(f"{repo_prefix}/{manifest['name']}", folder, f"v{manifest['version']}", files)
 
 
-def upload_folder(repo_id: str, folder: Path, commit_message: str, *, tag: str | None = None,
-                  token: str | None = None) -> None:
+def upload_folder(
+    repo_id: str, folder: Path, commit_message: str, *, tag: str | None = None, token: str | None = None
+) -> None:
     """Create the dataset repo if needed, upload `folder` in one commit, and tag it; one-line PublishError
     when offline, without a token, or when the Hub refuses."""
     from huggingface_hub import HfApi, constants, get_token

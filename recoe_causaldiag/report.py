@@ -44,26 +44,44 @@ def markdown_table(doc: Mapping[str, Any]) -> str:
     lines += ["| task | metric | variant | D | 95% CI | p (vs 0.5) | n valid / n |", "|---|---|---|---|---|---|---|"]
     for r in doc["results"]:
         sig = "*" if r["p_value"] is not None and r["p_value"] < 0.05 else ""
-        lines.append(f"| {r['task']} | {r['metric']} | {r['variant']} | {format_number(r['diagnosticity'])}{sig} | "
-                     f"{_interval(r)} | {format_p_value(r['p_value'])} | {r['n_valid']} / {r['n']} |")
-    lines += ["", "`*`: significantly different from 0.5 (one-sample t-test, p < 0.05).", "",
-              "| task | edit reliability | 95% CI | n |", "|---|---|---|---|"]
-    lines += [f"| {e['task']} | {format_number(e['value'])} | {_interval(e)} | {e['n']} |"
-              for e in doc["edit_reliability"]]
+        lines.append(
+            f"| {r['task']} | {r['metric']} | {r['variant']} | {format_number(r['diagnosticity'])}{sig} | "
+            f"{_interval(r)} | {format_p_value(r['p_value'])} | {r['n_valid']} / {r['n']} |"
+        )
+    lines += [
+        "",
+        "`*`: significantly different from 0.5 (one-sample t-test, p < 0.05).",
+        "",
+        "| task | edit reliability | 95% CI | n |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {e['task']} | {format_number(e['value'])} | {_interval(e)} | {e['n']} |" for e in doc["edit_reliability"]
+    ]
     return "\n".join(lines) + "\n"
 
 
 def _bars(doc: Mapping[str, Any]) -> list[tuple[str, str, float, float, float]]:
     """(label, colour group, value, CI low, CI high) of every diagnosticity and edit reliability with a value."""
-    bars = [(f"{r['task']} · {r['metric']} · {r['variant']}", r["metric"], r["diagnosticity"], r["ci_low"], r["ci_high"])
-            for r in doc["results"]]
-    bars += [(f"{e['task']} · edit reliability", "edit reliability", e["value"], e["ci_low"], e["ci_high"])
-             for e in doc["edit_reliability"]]
+    bars = [
+        (f"{r['task']} · {r['metric']} · {r['variant']}", r["metric"], r["diagnosticity"], r["ci_low"], r["ci_high"])
+        for r in doc["results"]
+    ]
+    bars += [
+        (f"{e['task']} · edit reliability", "edit reliability", e["value"], e["ci_low"], e["ci_high"])
+        for e in doc["edit_reliability"]
+    ]
     return [b for b in bars if b[2] is not None and not math.isnan(b[2])]
 
 
-def ci_bar_chart(bars: Sequence[tuple[str, float, float, float]], colors: str | Sequence[str], xlabel: str, *,
-                 bar_height: float, title: str | None = None) -> Any:
+def ci_bar_chart(
+    bars: Sequence[tuple[str, float, float, float]],
+    colors: str | Sequence[str],
+    xlabel: str,
+    *,
+    bar_height: float,
+    title: str | None = None,
+) -> Any:
     """A matplotlib figure of horizontal bars (label, value, CI low, CI high), top to bottom, with their CIs as
     error bars on [0, 1] and chance (0.5) as a dashed line."""
     import matplotlib
@@ -72,8 +90,14 @@ def ci_bar_chart(bars: Sequence[tuple[str, float, float, float]], colors: str | 
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9, 1.4 + bar_height * max(len(bars), 1)))
-    ax.barh(range(len(bars)), [b[1] for b in bars], color=colors, alpha=0.85, capsize=2,
-            xerr=[[b[1] - b[2] for b in bars], [b[3] - b[1] for b in bars]])
+    ax.barh(
+        range(len(bars)),
+        [b[1] for b in bars],
+        color=colors,
+        alpha=0.85,
+        capsize=2,
+        xerr=[[b[1] - b[2] for b in bars], [b[3] - b[1] for b in bars]],
+    )
     ax.axvline(0.5, color="black", linestyle="--", linewidth=1)
     ax.set_yticks(range(len(bars)), [b[0] for b in bars], fontsize=7)
     ax.invert_yaxis()
@@ -95,11 +119,13 @@ def plot(doc: Mapping[str, Any], path: Path) -> None:
         palette.setdefault(group, f"C{len(palette)}")
     model = doc["model"]["name"]
     title = f"{model} · {doc['editor']} · {doc['explanations']} explanations"
-    fig = ci_bar_chart([(label, value, low, high) for label, _, value, low, high in bars],
-                       [palette[group] for _, group, *_ in bars],
-                       "causal diagnosticity D / edit reliability (95% bootstrap CI); dashed: chance", bar_height=0.28,
-                       title=title + ("\n(tiny model: pipeline demonstration, not evidence about metrics)"
-                                      if caveat(model) else ""))
+    fig = ci_bar_chart(
+        [(label, value, low, high) for label, _, value, low, high in bars],
+        [palette[group] for _, group, *_ in bars],
+        "causal diagnosticity D / edit reliability (95% bootstrap CI); dashed: chance",
+        bar_height=0.28,
+        title=title + ("\n(tiny model: pipeline demonstration, not evidence about metrics)" if caveat(model) else ""),
+    )
     fig.savefig(path, dpi=130)
 
 

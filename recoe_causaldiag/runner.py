@@ -9,7 +9,7 @@ import dataclasses
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,21 +53,29 @@ def load_run_model(spec: RunSpec) -> LanguageModel:
     return load_model(spec.model, revision=revision, dtype=dtype, device=device)
 
 
-def with_generated_explanations(pairs: Sequence[PairRecord], engine: ScoringEngine, max_new_tokens: int
-                                ) -> list[PairRecord]:
+def with_generated_explanations(
+    pairs: Sequence[PairRecord], engine: ScoringEngine, max_new_tokens: int
+) -> list[PairRecord]:
     """Pairs whose explanations are the CoT generations of M̄ (edits) and M̃ (counter edits) (§5.5), each cut
     before the answer cue ("The best answer is:") that the CoT prompt adds back when the explanation is scored."""
     requests = [prompts.cot_generation(edits, p.question) for p in pairs for edits in (p.edits, p.counter_edits)]
-    texts = [text.split(prompts.COT_ANSWER_CUE)[0].strip()
-             for text in engine.generate(requests, max_new_tokens=max_new_tokens)]
-    return [dataclasses.replace(p, explanation_faithful=texts[2 * i], explanation_unfaithful=texts[2 * i + 1])
-            for i, p in enumerate(pairs)]
+    texts = [
+        text.split(prompts.COT_ANSWER_CUE)[0].strip()
+        for text in engine.generate(requests, max_new_tokens=max_new_tokens)
+    ]
+    return [
+        dataclasses.replace(p, explanation_faithful=texts[2 * i], explanation_unfaithful=texts[2 * i + 1])
+        for i, p in enumerate(pairs)
+    ]
 
 
 def explanation_perplexities(pairs: Sequence[PairRecord], engine: ScoringEngine) -> tuple[np.ndarray, np.ndarray]:
     """Perplexity of each pair's faithful and unfaithful explanation under the evaluated model's edits."""
-    requests = [prompts.cot_explanation(p.edits, p.question, e)
-                for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)]
+    requests = [
+        prompts.cot_explanation(p.edits, p.question, e)
+        for p in pairs
+        for e in (p.explanation_faithful, p.explanation_unfaithful)
+    ]
     ppl = engine.perplexity(requests, desc="edit reliability")
     return ppl[0::2], ppl[1::2]
 
@@ -84,8 +92,15 @@ class TaskScores:
 
 
 def _estimate_fields(estimate: Estimate) -> dict[str, Any]:
-    return {"diagnosticity": estimate.value, "ci_low": estimate.ci_low, "ci_high": estimate.ci_high,
-            "p_value": estimate.p_value, "n": estimate.n, "n_valid": estimate.n_valid, "n_nan": estimate.n_nan}
+    return {
+        "diagnosticity": estimate.value,
+        "ci_low": estimate.ci_low,
+        "ci_high": estimate.ci_high,
+        "p_value": estimate.p_value,
+        "n": estimate.n,
+        "n_valid": estimate.n_valid,
+        "n_nan": estimate.n_nan,
+    }
 
 
 def score_task(spec: RunSpec, task_pairs: TaskPairs, engine: ScoringEngine) -> TaskScores:
@@ -95,8 +110,13 @@ def score_task(spec: RunSpec, task_pairs: TaskPairs, engine: ScoringEngine) -> T
         task_pairs = dataclasses.replace(task_pairs, pairs=tuple(generated))
     ppl_faithful, ppl_unfaithful = explanation_perplexities(task_pairs.pairs, engine)
     est = edit_reliability(ppl_faithful, ppl_unfaithful, n_resamples=spec.n_resamples, seed=spec.seed)
-    reliability = {"task": task_pairs.task, "value": est.value, "ci_low": est.ci_low, "ci_high": est.ci_high,
-                   "n": est.n}
+    reliability = {
+        "task": task_pairs.task,
+        "value": est.value,
+        "ci_low": est.ci_low,
+        "ci_high": est.ci_high,
+        "n": est.n,
+    }
     results: list[dict[str, Any]] = []
     rows: list[PairScoreRow] = []
     for name in spec.metrics:
@@ -106,18 +126,27 @@ def score_task(spec: RunSpec, task_pairs: TaskPairs, engine: ScoringEngine) -> T
         for variant in scored:
             variant_rows = task_pairs.score_rows(name, variant)
             est = diagnosticity_from_d([row.d for row in variant_rows], n_resamples=spec.n_resamples, seed=spec.seed)
-            results.append({"task": task_pairs.task, "metric": name, "variant": variant.variant,
-                            **_estimate_fields(est), "seconds": seconds})
+            results.append(
+                {
+                    "task": task_pairs.task,
+                    "metric": name,
+                    "variant": variant.variant,
+                    **_estimate_fields(est),
+                    "seconds": seconds,
+                }
+            )
             rows += variant_rows
     return TaskScores(task_pairs.dataset, reliability, tuple(results), tuple(rows))
 
 
-def score_tasks(spec: RunSpec, engine: ScoringEngine, data_dir: Path | None = None, *, progress: bool = False
-                ) -> Iterator[TaskScores]:
+def score_tasks(
+    spec: RunSpec, engine: ScoringEngine, data_dir: Path | None = None, *, progress: bool = False
+) -> Iterator[TaskScores]:
     """Every task of the spec scored in turn (a pinned spec refuses data other than what it records)."""
     every_task = iter_task_pairs(spec.tasks, data_dir, limit=spec.limit, seed=spec.seed)
-    for task_pairs in tqdm(every_task, desc="tasks", total=len(spec.tasks),
-                           disable=not progress or len(spec.tasks) == 1):
+    for task_pairs in tqdm(
+        every_task, desc="tasks", total=len(spec.tasks), disable=not progress or len(spec.tasks) == 1
+    ):
         spec.check_dataset(task_pairs.dataset)
         yield score_task(spec, task_pairs, engine)
 
@@ -138,7 +167,7 @@ class ScoredRun:
             "editor": self.spec.editor,
             "explanations": self.spec.explanations,
             "dataset_versions": {dataset.task: dataset.version for dataset in self.spec.datasets},
-            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "run_spec": self.spec.to_dict(),
             "results": [result for task in self.tasks for result in task.results],
             "edit_reliability": [task.edit_reliability for task in self.tasks],
@@ -146,8 +175,9 @@ class ScoredRun:
         }
 
 
-def score_run(spec: RunSpec, *, lm: LanguageModel | None = None, data_dir: Path | None = None,
-              progress: bool = True) -> ScoredRun:
+def score_run(
+    spec: RunSpec, *, lm: LanguageModel | None = None, data_dir: Path | None = None, progress: bool = True
+) -> ScoredRun:
     """Score every task of the spec with one model (loaded here unless given); a pinned spec runs only on the
     model and the data it records."""
     lm = lm or load_run_model(spec)
@@ -157,7 +187,8 @@ def score_run(spec: RunSpec, *, lm: LanguageModel | None = None, data_dir: Path 
     return ScoredRun(spec.resolved(lm.identity, [task.dataset for task in tasks], __version__), tasks)
 
 
-def run(spec: RunSpec, *, lm: LanguageModel | None = None, data_dir: Path | None = None,
-        progress: bool = True) -> dict[str, Any]:
+def run(
+    spec: RunSpec, *, lm: LanguageModel | None = None, data_dir: Path | None = None, progress: bool = True
+) -> dict[str, Any]:
     """Compute the results document (SPEC §8) of one run."""
     return score_run(spec, lm=lm, data_dir=data_dir, progress=progress).document()

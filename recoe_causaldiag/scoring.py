@@ -22,8 +22,9 @@ from .prompts import Prompt
 class ScoringEngine:
     """Batched, prefix-cached scoring with one loaded model."""
 
-    def __init__(self, lm: LanguageModel, *, batch_size: int = 32, max_batch_tokens: int = 8192,
-                 progress: bool = True) -> None:
+    def __init__(
+        self, lm: LanguageModel, *, batch_size: int = 32, max_batch_tokens: int = 8192, progress: bool = True
+    ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.lm = lm
@@ -44,7 +45,9 @@ class ScoringEngine:
     def label_probs(self, requests: Sequence[LabelRequest], *, desc: str = "scoring") -> list[np.ndarray]:
         """Softmax over the label tokens' next-token logits, one array per request (eq. 7)."""
         encoded = [self.encode(r.prompt) for r in requests]
-        label_ids = [self.lm.label_token_ids(r.labels, leading_space=e.leading_space) for r, e in zip(requests, encoded)]
+        label_ids = [
+            self.lm.label_token_ids(r.labels, leading_space=e.leading_space) for r, e in zip(requests, encoded)
+        ]
         keys = [(e, ids) for e, ids in zip(encoded, label_ids)]
         todo = list(dict.fromkeys(k for k in keys if k not in self._label_memo))
         if todo:
@@ -63,7 +66,9 @@ class ScoringEngine:
             width = cont_logits.shape[1]
             for row, (index, prefix_row) in enumerate(batch):
                 cont = encoded[index].continuation
-                logits = torch.cat([prefix_last[prefix_row : prefix_row + 1], cont_logits[row, width - len(cont) : width - 1]])
+                logits = torch.cat(
+                    [prefix_last[prefix_row : prefix_row + 1], cont_logits[row, width - len(cont) : width - 1]]
+                )
                 logp = torch.log_softmax(logits.double(), dim=-1)
                 out[index] = logp[torch.arange(len(cont)), torch.tensor(cont)].numpy()
         return out
@@ -78,24 +83,35 @@ class ScoringEngine:
         lm, results = self.lm, [""] * len(prompts)
         encoded = [self.encode(p) for p in prompts]
         order = sorted(range(len(prompts)), key=lambda i: -len(encoded[i].prefix) - len(encoded[i].continuation))
-        stops = [i for i in {lm.tokenizer.eos_token_id, lm.tokenizer.convert_tokens_to_ids("<end_of_turn>")} if isinstance(i, int) and i >= 0]
+        stops = [
+            i
+            for i in {lm.tokenizer.eos_token_id, lm.tokenizer.convert_tokens_to_ids("<end_of_turn>")}
+            if isinstance(i, int) and i >= 0
+        ]
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
             seqs = [encoded[i].prefix + encoded[i].continuation for i in batch]
             ids, mask = _left_pad(seqs, lm.pad_token_id, lm.device)
-            generated = lm.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
-                                          do_sample=False, pad_token_id=lm.pad_token_id, eos_token_id=stops or None)
-            for i, row in zip(batch, generated[:, ids.shape[1]:]):
+            generated = lm.model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                pad_token_id=lm.pad_token_id,
+                eos_token_id=stops or None,
+            )
+            for i, row in zip(batch, generated[:, ids.shape[1] :]):
                 results[i] = lm.tokenizer.decode(row, skip_special_tokens=True).strip()
         return results
 
-    def continuation_logits(self, encoded: Sequence[Encoded], *, desc: str = "logits"
-                            ) -> Iterator[tuple[int, torch.Tensor]]:
+    def continuation_logits(
+        self, encoded: Sequence[Encoded], *, desc: str = "logits"
+    ) -> Iterator[tuple[int, torch.Tensor]]:
         """(request index, next-token logits at each continuation position), streamed batch by batch; row t is
         the distribution after continuation token t."""
         for _, batch, logits in self._passes(encoded, keep_all=True, desc=desc):
             for row, (index, _) in enumerate(batch):
-                yield index, logits[row, logits.shape[1] - len(encoded[index].continuation):]
+                yield index, logits[row, logits.shape[1] - len(encoded[index].continuation) :]
 
     def _windows(self, encoded: Sequence[Encoded]) -> Iterator[tuple[list[tuple[int, ...]], list[list[int]]]]:
         """Groups of at most `batch_size` distinct prefixes, each with its requests split into batches.
@@ -109,15 +125,20 @@ class ScoringEngine:
         prefixes = sorted(groups, key=len, reverse=True)
         for start in range(0, len(prefixes), self.batch_size):
             window = prefixes[start : start + self.batch_size]
-            members = sorted((i for p in window for i in groups[p]),
-                             key=lambda i: (-len(encoded[i].continuation).bit_length(), -len(encoded[i].continuation)))
+            members = sorted(
+                (i for p in window for i in groups[p]),
+                key=lambda i: (-len(encoded[i].continuation).bit_length(), -len(encoded[i].continuation)),
+            )
             batches: list[list[int]] = []
             for index in members:
                 length, bucket = len(encoded[index].continuation), len(encoded[index].continuation).bit_length()
                 last = batches[-1] if batches else []
-                fits = (last and len(last) < self.batch_size
-                        and len(encoded[last[0]].continuation).bit_length() == bucket
-                        and max(length, len(encoded[last[0]].continuation)) * (len(last) + 1) <= self.max_batch_tokens)
+                fits = (
+                    last
+                    and len(last) < self.batch_size
+                    and len(encoded[last[0]].continuation).bit_length() == bucket
+                    and max(length, len(encoded[last[0]].continuation)) * (len(last) + 1) <= self.max_batch_tokens
+                )
                 if fits:
                     last.append(index)
                 else:
@@ -125,8 +146,9 @@ class ScoringEngine:
             yield window, batches
 
     @torch.inference_mode()
-    def _passes(self, encoded: Sequence[Encoded], *, keep_all: bool, desc: str
-                ) -> Iterator[tuple[torch.Tensor, list[tuple[int, int]], torch.Tensor]]:
+    def _passes(
+        self, encoded: Sequence[Encoded], *, keep_all: bool, desc: str
+    ) -> Iterator[tuple[torch.Tensor, list[tuple[int, int]], torch.Tensor]]:
         """For every batch: the last-token logits of its window's prefixes, the batch as (request index,
         prefix row), and the logits of its continuation positions (left-padded; only the last if not
         `keep_all`)."""
@@ -137,8 +159,9 @@ class ScoringEngine:
             rows = {prefix: row for row, prefix in enumerate(window)}
             ids, prefix_mask = _left_pad(window, lm.pad_token_id, device)
             positions = (prefix_mask.cumsum(-1) - 1).clamp(min=0)
-            out = lm.model(input_ids=ids, attention_mask=prefix_mask, position_ids=positions, use_cache=True,
-                           logits_to_keep=1)
+            out = lm.model(
+                input_ids=ids, attention_mask=prefix_mask, position_ids=positions, use_cache=True, logits_to_keep=1
+            )
             prefix_last, prefix_cache = out.logits[:, -1].float().cpu(), out.past_key_values
             for batch in batches:
                 pairs = [(index, rows[encoded[index].prefix]) for index in batch]
@@ -152,9 +175,14 @@ class ScoringEngine:
                 cache.batch_select_indices(select)
                 cont_ids, cont_mask = _left_pad(conts, lm.pad_token_id, device)
                 cont_positions = prefix_mask.sum(-1)[select, None] + (cont_mask.cumsum(-1) - 1).clamp(min=0)
-                out = lm.model(input_ids=cont_ids, attention_mask=torch.cat([prefix_mask[select], cont_mask], dim=1),
-                               position_ids=cont_positions, past_key_values=cache, use_cache=False,
-                               logits_to_keep=cont_ids.shape[1] if keep_all else 1)
+                out = lm.model(
+                    input_ids=cont_ids,
+                    attention_mask=torch.cat([prefix_mask[select], cont_mask], dim=1),
+                    position_ids=cont_positions,
+                    past_key_values=cache,
+                    use_cache=False,
+                    logits_to_keep=cont_ids.shape[1] if keep_all else 1,
+                )
                 yield prefix_last, pairs, out.logits.float().cpu()
                 bar.update(len(batch))
         bar.close()
@@ -191,8 +219,8 @@ def _left_pad(seqs: Sequence[Sequence[int]], pad_id: int, device: torch.device) 
     mask = torch.zeros((len(seqs), width), dtype=torch.long)
     for row, seq in enumerate(seqs):
         if seq:
-            ids[row, width - len(seq):] = torch.tensor(seq)
-            mask[row, width - len(seq):] = 1
+            ids[row, width - len(seq) :] = torch.tensor(seq)
+            mask[row, width - len(seq) :] = 1
     return ids.to(device), mask.to(device)
 
 
@@ -202,7 +230,9 @@ def naive_label_probs(lm: LanguageModel, requests: Sequence[LabelRequest]) -> li
     results = []
     for request in requests:
         prefix_text = lm.render(request.prompt.turns)
-        ids = lm.encode(prefix_text) + (lm.encode(request.prompt.continuation, continuation=True) if request.prompt.continuation else [])
+        ids = lm.encode(prefix_text) + (
+            lm.encode(request.prompt.continuation, continuation=True) if request.prompt.continuation else []
+        )
         full_text = prefix_text + request.prompt.continuation
         label_ids = lm.label_token_ids(request.labels, leading_space=not full_text[-1:].isspace())
         logits = lm.model(input_ids=torch.tensor([ids], device=lm.device)).logits[0, -1].float().cpu()

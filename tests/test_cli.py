@@ -11,22 +11,40 @@ import numpy as np
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SPEC_RESULT_KEYS = {"task", "metric", "variant", "diagnosticity", "ci_low", "ci_high", "p_value", "n", "n_valid",
-                    "n_nan", "seconds"}
+SPEC_RESULT_KEYS = {
+    "task",
+    "metric",
+    "variant",
+    "diagnosticity",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "n",
+    "n_valid",
+    "n_nan",
+    "seconds",
+}
 
 
 def causaldiag(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "recoe_causaldiag.cli", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "recoe_causaldiag.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=900
+    )
 
 
-@pytest.mark.parametrize("args, message", [
-    (["run", "--metric", "filer_tokens", "--out", "x.json"], "unknown metric 'filer_tokens'; did you mean 'filler_tokens'?"),
-    (["run", "--task", "factchek", "--out", "x.json"], "unknown task 'factchek'; did you mean 'factcheck'?"),
-    (["run", "--model", "smolm2", "--out", "x.json"], "unknown model 'smolm2'"),
-    (["run", "--editor", "memit", "--out", "x.json"], "unknown editor 'memit'"),
-    (["build", "factchek", "--out", "x"], "unknown dataset 'factchek'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["run", "--metric", "filer_tokens", "--out", "x.json"],
+            "unknown metric 'filer_tokens'; did you mean 'filler_tokens'?",
+        ),
+        (["run", "--task", "factchek", "--out", "x.json"], "unknown task 'factchek'; did you mean 'factcheck'?"),
+        (["run", "--model", "smolm2", "--out", "x.json"], "unknown model 'smolm2'"),
+        (["run", "--editor", "memit", "--out", "x.json"], "unknown editor 'memit'"),
+        (["build", "factchek", "--out", "x"], "unknown dataset 'factchek'"),
+    ],
+)
 def test_user_mistakes_get_one_line_and_exit_2(tmp_path, args, message):
     done = causaldiag(*args, cwd=tmp_path)
     assert done.returncode == 2
@@ -50,7 +68,9 @@ def test_build_writes_hub_layout(tmp_path):
 
 
 def test_build_from_counterfact_json(tmp_path):
-    done = causaldiag("build", "factcheck", "--out", str(tmp_path), "--counterfact", str(FIXTURES / "counterfact_sample.json"))
+    done = causaldiag(
+        "build", "factcheck", "--out", str(tmp_path), "--counterfact", str(FIXTURES / "counterfact_sample.json")
+    )
     assert done.returncode == 0, done.stderr
     assert datasets.load_dataset(str(tmp_path / "factcheck"), split="test").num_rows == 4
 
@@ -64,13 +84,34 @@ def test_bad_counterfact_file_is_one_line_error(tmp_path):
 
 def test_run_on_the_default_model_end_to_end(tmp_path):
     out = tmp_path / "r.json"
-    done = causaldiag("run", "--model", "smollm2-135m-instruct", "--task", "factcheck", "--metric",
-                      "filler_tokens,early_answering", "--limit", "8", "--data-dir", str(tmp_path / "data"),
-                      "--out", str(out))
+    done = causaldiag(
+        "run",
+        "--model",
+        "smollm2-135m-instruct",
+        "--task",
+        "factcheck",
+        "--metric",
+        "filler_tokens,early_answering",
+        "--limit",
+        "8",
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--out",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr
     doc = json.loads(out.read_text())
-    assert {"schema_version", "model", "editor", "explanations", "dataset_versions", "created_at", "results",
-            "edit_reliability", "pairs"} <= set(doc)
+    assert {
+        "schema_version",
+        "model",
+        "editor",
+        "explanations",
+        "dataset_versions",
+        "created_at",
+        "results",
+        "edit_reliability",
+        "pairs",
+    } <= set(doc)
     assert set(doc["model"]) == {"name", "revision", "dtype", "device"}
     assert doc["model"]["name"] == "smollm2-135m-instruct" and doc["dataset_versions"] == {"factcheck": "1.0.0"}
     assert len(doc["results"]) == 20 + 4
@@ -102,17 +143,29 @@ def test_publish_dry_run_lists_repos_files_and_tags(tmp_path):
 def test_publish_without_dry_run_offline_is_one_line_error(tmp_path):
     env_free = subprocess.run(
         [sys.executable, "-m", "recoe_causaldiag.cli", "publish", "factcheck", "--data-dir", str(tmp_path)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={k: v for k, v in __import__("os").environ.items() if k not in {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}}
-        | {"HF_HOME": str(tmp_path / "hf")})
+        | {"HF_HOME": str(tmp_path / "hf")},
+    )
     assert env_free.returncode == 1
     assert env_free.stderr.startswith("causaldiag: error:") and "Traceback" not in env_free.stderr
 
 
 def test_reliability_command_writes_per_task_reliability(tmp_path):
     out = tmp_path / "rel.json"
-    done = causaldiag("reliability", "--task", "factcheck,multihop", "--limit", "4", "--data-dir", str(tmp_path / "d"),
-                      "--out", str(out))
+    done = causaldiag(
+        "reliability",
+        "--task",
+        "factcheck,multihop",
+        "--limit",
+        "4",
+        "--data-dir",
+        str(tmp_path / "d"),
+        "--out",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr
     doc = json.loads(out.read_text())
     assert doc["results"] == [] and [e["task"] for e in doc["edit_reliability"]] == ["factcheck", "multihop"]
@@ -122,8 +175,19 @@ def test_reliability_command_writes_per_task_reliability(tmp_path):
 
 def test_run_on_every_task(tmp_path):
     out = tmp_path / "all.json"
-    done = causaldiag("run", "--task", "all", "--metric", "filler_tokens,early_answering,oracle,random", "--limit", "2",
-                      "--data-dir", str(tmp_path / "data"), "--out", str(out))
+    done = causaldiag(
+        "run",
+        "--task",
+        "all",
+        "--metric",
+        "filler_tokens,early_answering,oracle,random",
+        "--limit",
+        "2",
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--out",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr
     doc = json.loads(out.read_text())
     tasks = {"factcheck", "analogy", "object_counting", "multihop"}
@@ -135,7 +199,8 @@ def test_run_on_every_task(tmp_path):
 
 
 def test_a_bad_metric_option_is_a_usage_error(tmp_path):
-    done = causaldiag("run", "--metric", "cc_shap", "--metric-option", "cc_shap.n_sample=2", "--out", "x.json",
-                      cwd=tmp_path)
+    done = causaldiag(
+        "run", "--metric", "cc_shap", "--metric-option", "cc_shap.n_sample=2", "--out", "x.json", cwd=tmp_path
+    )
     assert done.returncode == 2 and "metric cc_shap has no option 'n_sample'" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "x.json").exists()

@@ -15,8 +15,14 @@ from recoe_causaldiag.metrics import METRICS
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = sorted(p.name for p in (ROOT / "metrics_evaluate").iterdir() if p.is_dir() and not p.name.startswith("_"))
-SECTIONS = ("## Metric Description", "## How to Use", "### Inputs", "### Output Values", "## Limitations and Bias",
-            "## Citation")
+SECTIONS = (
+    "## Metric Description",
+    "## How to Use",
+    "### Inputs",
+    "### Output Values",
+    "## Limitations and Bias",
+    "## Citation",
+)
 
 
 def test_every_registered_metric_is_one_library_file_one_test_file_one_module():
@@ -94,8 +100,9 @@ def test_diagnosticity_module_interface(monkeypatch):
 def test_model_module_input_errors_name_the_argument_and_index():
     from recoe_causaldiag.evaluate_bridge import check_model_inputs
 
-    good = dict(question=["Q1?", "Q2?"], choices=[["Yes", "No"], ["Yes", "No"]], edits=[["F."], []],
-                explanations=["E1.", "E2."])
+    good = dict(
+        question=["Q1?", "Q2?"], choices=[["Yes", "No"], ["Yes", "No"]], edits=[["F."], []], explanations=["E1.", "E2."]
+    )
     assert len(check_model_inputs(**good)) == 2
     with pytest.raises(ValueError, match=r"explanations\[1\] is empty"):
         check_model_inputs(**{**good, "explanations": ["E1.", " "]})
@@ -115,13 +122,15 @@ def test_model_module_inputs_carry_what_the_runner_instances_carry():
     from recoe_causaldiag.api import Instance
     from recoe_causaldiag.evaluate_bridge import check_model_inputs
 
-    good = dict(question=["Q1?", "Q2?"], choices=[["Yes", "No"], ["A", "B"]], edits=[["F."], []],
-                explanations=["E1.", "E2."])
+    good = dict(
+        question=["Q1?", "Q2?"], choices=[["Yes", "No"], ["A", "B"]], edits=[["F."], []], explanations=["E1.", "E2."]
+    )
     assert check_model_inputs(**good)[1] == Instance("Q2?", ("A", "B"), (), "E2.")
-    given = check_model_inputs(**good, tasks=["factcheck", None], metadata=['{"k": 1}', None],
-                               flip_edits=[["G."], []])
-    assert given == [Instance("Q1?", ("Yes", "No"), ("F.",), "E1.", "factcheck", ("G.",), '{"k": 1}'),
-                     Instance("Q2?", ("A", "B"), (), "E2.")]
+    given = check_model_inputs(**good, tasks=["factcheck", None], metadata=['{"k": 1}', None], flip_edits=[["G."], []])
+    assert given == [
+        Instance("Q1?", ("Yes", "No"), ("F.",), "E1.", "factcheck", ("G.",), '{"k": 1}'),
+        Instance("Q2?", ("A", "B"), (), "E2."),
+    ]
 
 
 def test_model_module_options_are_the_metric_evaluate_options():

@@ -20,11 +20,18 @@ ROOT = Path(__file__).resolve().parents[1]
 def module_inputs(pairs, *, context: bool = True) -> dict:
     """The module's inputs for both explanations of every pair, in `Metric.score`'s order."""
     rows = [(p, e) for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)]
-    inputs = dict(question=[p.question for p, _ in rows], choices=[list(p.choices) for p, _ in rows],
-                  edits=[list(p.edits) for p, _ in rows], explanations=[e for _, e in rows])
+    inputs = dict(
+        question=[p.question for p, _ in rows],
+        choices=[list(p.choices) for p, _ in rows],
+        edits=[list(p.edits) for p, _ in rows],
+        explanations=[e for _, e in rows],
+    )
     if context:
-        inputs |= dict(tasks=[p.task for p, _ in rows], metadata=[p.metadata for p, _ in rows],
-                       flip_edits=[list(p.flip_edits) for p, _ in rows])
+        inputs |= dict(
+            tasks=[p.task for p, _ in rows],
+            metadata=[p.metadata for p, _ in rows],
+            flip_edits=[list(p.flip_edits) for p, _ in rows],
+        )
     return inputs
 
 
@@ -42,15 +49,21 @@ def engine():
 @pytest.fixture(scope="module")
 def counting_pair(engine):
     """A short Object Counting pair ("Are all of them …?") whose counterfactual the task hook builds."""
+
     def tokens(text: str) -> int:
         return len(engine.lm.encode(text, continuation=True))
 
-    return next(p for p in build_object_counting(0) if json.loads(p.metadata)["question_type"] == "all"
-                and symmetric_counterfactual(Instance.from_pair(p, p.explanation_faithful), tokens) is not None)
+    return next(
+        p
+        for p in build_object_counting(0)
+        if json.loads(p.metadata)["question_type"] == "all"
+        and symmetric_counterfactual(Instance.from_pair(p, p.explanation_faithful), tokens) is not None
+    )
 
 
 def test_causal_faithfulness_module_scores_factcheck_and_object_counting_as_the_runner(
-        engine, factcheck_pairs, counting_pair):
+    engine, factcheck_pairs, counting_pair
+):
     import evaluate
 
     pairs = [factcheck_pairs[0], counting_pair]

@@ -5,10 +5,10 @@ from pathlib import Path
 import datasets
 import pytest
 
+from recoe_causaldiag.curated_sources import SourceError, source_path
 from recoe_causaldiag.dataset_building import build_dataset
 from recoe_causaldiag.hub_layout import load_pairs, read_manifest
 from recoe_causaldiag.tasks.factcheck import build_factcheck, build_from_counterfact, load_facts, load_relations
-from recoe_causaldiag.tasks.sources import SourceError, source_path
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -85,12 +85,15 @@ def _write_sources(tmp_path, rows):
     return relations, facts
 
 
-@pytest.mark.parametrize("bad_row, problem", [
-    ("Zed,sport,,https://x", "empty field 'object'"),
-    ("Zed,sporting,chess,https://x", "unknown relation 'sporting'"),
-    ("Babe Ruth,sport,cricket,https://x", "duplicate fact"),
-    ("Zed,sport,chess", "expected 4 fields"),
-])
+@pytest.mark.parametrize(
+    "bad_row, problem",
+    [
+        ("Zed,sport,,https://x", "empty field 'object'"),
+        ("Zed,sporting,chess,https://x", "unknown relation 'sporting'"),
+        ("Babe Ruth,sport,cricket,https://x", "duplicate fact"),
+        ("Zed,sport,chess", "expected 4 fields"),
+    ],
+)
 def test_bad_source_row_stops_the_build_and_names_it(tmp_path, bad_row, problem):
     good = ["Babe Ruth,sport,baseball,https://a", "Pele,sport,football,https://b", "Tiger Woods,sport,golf,https://c"]
     relations, facts = _write_sources(tmp_path, good + [bad_row])

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_leaderboard_space import free_port, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,8 +25,10 @@ PAIR_CAP = 3
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-                       reason=f"needs Debian's {CHROMIUM} and {CHROMEDRIVER} (make system-test-deps installs them)"),
+    pytest.mark.skipif(
+        not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
+        reason=f"needs Debian's {CHROMIUM} and {CHROMEDRIVER} (make system-test-deps installs them)",
+    ),
 ]
 
 # Gradio's Dataframe draws its rows as ARIA grid rows; the header cells carry the column names as titles.
@@ -46,16 +47,25 @@ def space(tmp_path):
     """The Space started as `make space` does, with its own SQLite queue and a pair cap of 3; yields its URL and log."""
     port = free_port()
     log_path = tmp_path / "space.log"
-    env = {**os.environ, "PORT": str(port), "CAUSALDIAG_LEADERBOARD_DB": f"sqlite:///{tmp_path / 'queue.sqlite'}",
-           "CAUSALDIAG_PAIR_CAP": str(PAIR_CAP), "CAUSALDIAG_RATE_LIMIT": "50", "GRADIO_ANALYTICS_ENABLED": "False"}
+    env = {
+        **os.environ,
+        "PORT": str(port),
+        "CAUSALDIAG_LEADERBOARD_DB": f"sqlite:///{tmp_path / 'queue.sqlite'}",
+        "CAUSALDIAG_PAIR_CAP": str(PAIR_CAP),
+        "CAUSALDIAG_RATE_LIMIT": "50",
+        "GRADIO_ANALYTICS_ENABLED": "False",
+    }
     with log_path.open("w") as log:
-        app = subprocess.Popen([sys.executable, str(ROOT / "leaderboard_space" / "app.py")], env=env, stdout=log,
-                               stderr=subprocess.STDOUT)
+        app = subprocess.Popen(
+            [sys.executable, str(ROOT / "leaderboard_space" / "app.py")], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
         try:
+
             def up() -> bool:
                 assert app.poll() is None, log_path.read_text()
                 with socket.socket() as s:
                     return s.connect_ex(("127.0.0.1", port)) == 0
+
             wait_for(up, 120, "the Space to listen")
             yield f"http://127.0.0.1:{port}/", log_path
         finally:
@@ -70,8 +80,13 @@ def browser(tmp_path):
 
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000",
-                 f"--user-data-dir={tmp_path / 'chromium-profile'}"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+    ):
         options.add_argument(flag)
     # An explicit driver path (and browser binary): Selenium Manager is never asked to download anything.
     driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
@@ -114,8 +129,9 @@ def test_board_submit_form_queue_and_board_in_chromium(space, browser, artifacts
 
     def open_tab(name: str) -> None:
         click(f"#tab-{name}-button")
-        wait.until(lambda d: d.find_element(By.CSS_SELECTOR, f"#tab-{name}-button").get_attribute("aria-selected")
-                   == "true")
+        wait.until(
+            lambda d: d.find_element(By.CSS_SELECTOR, f"#tab-{name}-button").get_attribute("aria-selected") == "true"
+        )
 
     try:
         # The board loads with its columns and, on a fresh queue, no rows.
@@ -136,9 +152,11 @@ def test_board_submit_form_queue_and_board_in_chromium(space, browser, artifacts
         assert revision_box.get_property("value") == "main"
 
         def checked(group: str) -> list[str]:
-            return [box.get_attribute("name")
-                    for box in browser.find_elements(By.CSS_SELECTOR, f"#{group} input[type=checkbox]")
-                    if box.is_selected()]
+            return [
+                box.get_attribute("name")
+                for box in browser.find_elements(By.CSS_SELECTOR, f"#{group} input[type=checkbox]")
+                if box.is_selected()
+            ]
 
         assert checked("submit-tasks") == ["factcheck"]
         for name in checked("submit-metrics"):
@@ -198,8 +216,12 @@ def test_board_submit_form_queue_and_board_in_chromium(space, browser, artifacts
         wait_for(lambda: table(browser, "board-table") == [], 30, "the search to filter the row out", poll_s=1)
         search.clear()
         search.send_keys("oracle", Keys.ENTER)
-        wait_for(lambda: [r["model"] for r in table(browser, "board-table")] == [MODEL], 30,
-                 "the search to show the row again", poll_s=1)
+        wait_for(
+            lambda: [r["model"] for r in table(browser, "board-table")] == [MODEL],
+            30,
+            "the search to show the row again",
+            poll_s=1,
+        )
         browser.save_screenshot(str(artifacts / "board.png"))
         # Every call the page made succeeded (a tab never opened once sent None and the Queue's load call failed).
         assert "Traceback" not in log_path.read_text(), log_path.read_text()

@@ -14,14 +14,13 @@ import threading
 import time
 
 import pytest
+from concurrent_submissions import submit_at_once
 from sqlalchemy import select
 
 from recoe_causaldiag.api.rows import PairScoreRow
 from recoe_causaldiag.leaderboard.queue import FINISHED, MODEL_JOB, JobQueue, JobRequest, RateLimited
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 from recoe_causaldiag.leaderboard.worker import TaskOutcome, Worker
-
-from concurrent_submissions import submit_at_once
 
 pytestmark = pytest.mark.slow
 BINDIRS = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
@@ -40,10 +39,25 @@ def postgres_url():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     data = os.path.join(folder, "data")
-    subprocess.run([*as_user, f"{bindir}/initdb", "-D", data, "-U", "bench", "--auth=trust"], check=True,
-                   capture_output=True)
-    subprocess.run([*as_user, f"{bindir}/pg_ctl", "-D", data, "-l", os.path.join(folder, "log"), "-w", "-o",
-                    f"-p {port} -k {folder} -h 127.0.0.1", "start"], check=True, capture_output=True)
+    subprocess.run(
+        [*as_user, f"{bindir}/initdb", "-D", data, "-U", "bench", "--auth=trust"], check=True, capture_output=True
+    )
+    subprocess.run(
+        [
+            *as_user,
+            f"{bindir}/pg_ctl",
+            "-D",
+            data,
+            "-l",
+            os.path.join(folder, "log"),
+            "-w",
+            "-o",
+            f"-p {port} -k {folder} -h 127.0.0.1",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
     try:
         yield f"postgresql://bench@127.0.0.1:{port}/postgres"
     finally:
@@ -55,8 +69,21 @@ def test_two_workers_claim_every_job_once(postgres_url):
     queue = JobQueue.open(postgres_url)
     assert queue.claims_skip_locked
     for i in range(12):
-        queue.submit(JobRequest(MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic",
-                                ("factcheck",), ("random",), f"variant-{i}"), "alice", pair_cap=None)
+        queue.submit(
+            JobRequest(
+                MODEL_JOB,
+                "smollm2-135m-instruct",
+                "main",
+                "auto",
+                "ice",
+                "synthetic",
+                ("factcheck",),
+                ("random",),
+                f"variant-{i}",
+            ),
+            "alice",
+            pair_cap=None,
+        )
     ran: list[tuple[str, int]] = []
     lock = threading.Lock()
 
@@ -66,6 +93,7 @@ def test_two_workers_claim_every_job_once(postgres_url):
             with lock:
                 ran.append((name, job.id))
             return TaskOutcome("1.0.0", [PairScoreRow(f"{job.id}", task, "random", "v", 1.0, 0.0, 1.0)])
+
         return runner
 
     settings = LeaderboardSettings(db_url=postgres_url)

@@ -14,20 +14,29 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from concurrent_submissions import submit_at_once
 
 from recoe_causaldiag.api.rows import PairScoreRow
-from recoe_causaldiag.leaderboard.queue import (FAILED, FINISHED, PENDING, RUNNING, JobQueue, JobRequest,
-                                              RateLimited)
 from recoe_causaldiag.leaderboard import landlock
 from recoe_causaldiag.leaderboard.metric_sandbox import PACKAGE_DIR, Confinement, MetricRunError, score_submitted_metric
-from recoe_causaldiag.leaderboard.queue import AWAITING_APPROVAL, METRIC_JOB, MODEL_JOB
+from recoe_causaldiag.leaderboard.queue import (
+    AWAITING_APPROVAL,
+    FAILED,
+    FINISHED,
+    METRIC_JOB,
+    MODEL_JOB,
+    PENDING,
+    RUNNING,
+    JobQueue,
+    JobRequest,
+    RateLimited,
+)
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 from recoe_causaldiag.leaderboard.worker import TaskOutcome, Worker
 
-from concurrent_submissions import submit_at_once
-
-REQUEST = JobRequest(MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic",
-                     ("factcheck", "analogy"), ("random",))
+REQUEST = JobRequest(
+    MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic", ("factcheck", "analogy"), ("random",)
+)
 
 
 def rows(task: str, n: int = 3) -> list[PairScoreRow]:
@@ -56,8 +65,11 @@ def test_transitions_pending_running_finished_and_failed(db_url):
     assert queue.finish(job.id, "w1", "done")
     assert queue.get(job.id).status == FINISHED and len(queue.finished_scores()) == 3
 
-    other = queue.submit(JobRequest(MODEL_JOB, "gemma-3-270m", "main", "auto", "ice", "synthetic", ("factcheck",),
-                                    ("random",)), "bob", pair_cap=None).job
+    other = queue.submit(
+        JobRequest(MODEL_JOB, "gemma-3-270m", "main", "auto", "ice", "synthetic", ("factcheck",), ("random",)),
+        "bob",
+        pair_cap=None,
+    ).job
     queue.claim("w1")
     assert queue.fail(other.id, "w1", "ValueError: broken", "traceback tail")
     failed = queue.get(other.id)
@@ -222,14 +234,23 @@ def test_a_job_that_errors_ends_failed_with_its_reason(db_url):
 
 def test_metric_jobs_wait_for_approval(db_url):
     queue = JobQueue.open(db_url)
-    request = JobRequest(METRIC_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic", ("factcheck",),
-                         ("my_metric",), "/tmp/my_metric")
+    request = JobRequest(
+        METRIC_JOB,
+        "smollm2-135m-instruct",
+        "main",
+        "auto",
+        "ice",
+        "synthetic",
+        ("factcheck",),
+        ("my_metric",),
+        "/tmp/my_metric",
+    )
     job = queue.submit(request, "alice", pair_cap=None).job
     assert job.status == AWAITING_APPROVAL and queue.claim("w") is None
     assert queue.approve(job.id) and queue.get(job.id).status == PENDING and queue.claim("w").id == job.id
 
 
-SUBMITTED_METRIC = textwrap.dedent('''
+SUBMITTED_METRIC = textwrap.dedent("""
     import os
     import subprocess
     import time
@@ -262,11 +283,12 @@ SUBMITTED_METRIC = textwrap.dedent('''
                     pass
             score = -1.0 if leaked else -2.0 if reachable and os.environ.get("PROBE_FILE") else None
             return {"variant": "length", "scores": [score or float(len(e)) for e in explanations]}
-''')
+""")
 
 
-def test_submitted_metric_runs_isolated_without_credentials_and_with_a_time_limit(tmp_path, monkeypatch,
-                                                                                  factcheck_pairs):
+def test_submitted_metric_runs_isolated_without_credentials_and_with_a_time_limit(
+    tmp_path, monkeypatch, factcheck_pairs
+):
     module = tmp_path / "probe"
     module.mkdir()
     (module / "probe.py").write_text(SUBMITTED_METRIC)
@@ -274,17 +296,24 @@ def test_submitted_metric_runs_isolated_without_credentials_and_with_a_time_limi
     monkeypatch.setenv("SOME_URL", "postgresql://u:secret-db@host/db")
     monkeypatch.setenv("PGPASSWORD", "hunter2")
     pairs = factcheck_pairs[:3]
-    scored = score_submitted_metric(str(module), "smollm2-135m-instruct", pairs, time_limit_s=120,
-                                    secrets=("postgresql://u:secret-db@host/db",))
+    scored = score_submitted_metric(
+        str(module), "smollm2-135m-instruct", pairs, time_limit_s=120, secrets=("postgresql://u:secret-db@host/db",)
+    )
     assert scored.variant == "length"
     assert list(scored.faithful) == [float(len(p.explanation_faithful)) for p in pairs]
     monkeypatch.setenv("PROBE_SLEEP", "30")
     marker = tmp_path / "grandchild-outlived-the-limit"
     monkeypatch.setenv("PROBE_GRANDCHILD", str(marker))
     for_run = Confinement.for_run  # the grandchild may write the marker, so only the kill can stop it
-    monkeypatch.setattr(Confinement, "for_run", classmethod(
-        lambda cls, scratch, model, protected: cls(for_run(scratch, model, ()).read_only,
-                                                   (str(scratch), "/dev", str(tmp_path)))))
+    monkeypatch.setattr(
+        Confinement,
+        "for_run",
+        classmethod(
+            lambda cls, scratch, model, protected: cls(
+                for_run(scratch, model, ()).read_only, (str(scratch), "/dev", str(tmp_path))
+            )
+        ),
+    )
     with pytest.raises(MetricRunError, match="time limit of 3 s"):
         score_submitted_metric(str(module), "smollm2-135m-instruct", pairs, time_limit_s=3, secrets=())
     time.sleep(3)
@@ -298,7 +327,8 @@ def test_submitted_metric_runs_isolated_without_credentials_and_with_a_time_limi
 
 @pytest.mark.skipif(landlock.abi_version() < 1, reason="needs a kernel with Landlock")
 def test_submitted_metric_as_the_apps_own_user_cannot_open_the_queue_or_the_apps_proc_entries(
-        tmp_path, monkeypatch, factcheck_pairs):
+    tmp_path, monkeypatch, factcheck_pairs
+):
     """The default deployment (no sandbox user): Landlock keeps the child from the queue's SQLite file and the
     worker's /proc/<pid>/environ, even when the app runs as root, and the metric still scores."""
     module = tmp_path / "probe"
@@ -309,16 +339,29 @@ def test_submitted_metric_as_the_apps_own_user_cannot_open_the_queue_or_the_apps
     monkeypatch.setenv("PROBE_FILE", str(queue_file))
     settings = LeaderboardSettings(db_url=f"sqlite:///{queue_file}")
     assert settings.database_files[0] == queue_file and settings.sandbox_user is None
-    scored = score_submitted_metric(str(module), "smollm2-135m-instruct", factcheck_pairs[:2], time_limit_s=120,
-                                    secrets=(), protected=settings.database_files)
+    scored = score_submitted_metric(
+        str(module),
+        "smollm2-135m-instruct",
+        factcheck_pairs[:2],
+        time_limit_s=120,
+        secrets=(),
+        protected=settings.database_files,
+    )
     assert list(scored.faithful) == [float(len(p.explanation_faithful)) for p in factcheck_pairs[:2]]
     # control: with the queue's folder readable, the probe sees the file and says so
     for_run = Confinement.for_run
-    monkeypatch.setattr(Confinement, "for_run", classmethod(
-        lambda cls, scratch, model, protected: cls(for_run(scratch, model, ()).read_only + (str(tmp_path),),
-                                                   (str(scratch), "/dev"))))
-    control = score_submitted_metric(str(module), "smollm2-135m-instruct", factcheck_pairs[:1], time_limit_s=120,
-                                     secrets=())
+    monkeypatch.setattr(
+        Confinement,
+        "for_run",
+        classmethod(
+            lambda cls, scratch, model, protected: cls(
+                for_run(scratch, model, ()).read_only + (str(tmp_path),), (str(scratch), "/dev")
+            )
+        ),
+    )
+    control = score_submitted_metric(
+        str(module), "smollm2-135m-instruct", factcheck_pairs[:1], time_limit_s=120, secrets=()
+    )
     assert list(control.faithful) == [-2.0]
     monkeypatch.setattr(landlock, "abi_version", lambda: 0)
     with pytest.raises(MetricRunError, match="no Landlock"):
@@ -333,12 +376,18 @@ def test_the_sandbox_refuses_to_read_a_folder_that_holds_the_queue(tmp_path):
 
 
 def nobody_can_run_python() -> bool:
-    return os.geteuid() == 0 and subprocess.run(["runuser", "-u", "nobody", "--", sys.executable, "-c", "pass"],
-                                                capture_output=True).returncode == 0
+    return (
+        os.geteuid() == 0
+        and subprocess.run(
+            ["runuser", "-u", "nobody", "--", sys.executable, "-c", "pass"], capture_output=True
+        ).returncode
+        == 0
+    )
 
 
-@pytest.mark.skipif(not nobody_can_run_python(),
-                    reason="needs root and a Python environment that the user 'nobody' can read")
+@pytest.mark.skipif(
+    not nobody_can_run_python(), reason="needs root and a Python environment that the user 'nobody' can read"
+)
 def test_submitted_metric_as_the_sandbox_user_cannot_open_the_apps_files(tmp_path, monkeypatch, factcheck_pairs):
     module = tmp_path / "probe"
     module.mkdir()
@@ -350,6 +399,12 @@ def test_submitted_metric_as_the_sandbox_user_cannot_open_the_apps_files(tmp_pat
     monkeypatch.setenv("CAUSALDIAG_SANDBOX_USER", "nobody")
     settings = LeaderboardSettings.from_env()
     assert settings.sandbox_user == "nobody"
-    scored = score_submitted_metric(str(module), "smollm2-135m-instruct", factcheck_pairs[:2], time_limit_s=120,
-                                    secrets=(), user=settings.sandbox_user)
+    scored = score_submitted_metric(
+        str(module),
+        "smollm2-135m-instruct",
+        factcheck_pairs[:2],
+        time_limit_s=120,
+        secrets=(),
+        user=settings.sandbox_user,
+    )
     assert list(scored.faithful) == [float(len(p.explanation_faithful)) for p in factcheck_pairs[:2]]

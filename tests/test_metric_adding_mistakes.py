@@ -7,24 +7,26 @@ import re
 
 import numpy as np
 import pytest
-
-from recoe_causaldiag import prompts, scoring
-from recoe_causaldiag.mechanisms import helper_lm
-from recoe_causaldiag.metrics.adding_mistakes import AddingMistakes
-from recoe_causaldiag.api.metric import METRICS, Instance
-from recoe_causaldiag.mechanisms.helper_lm import HelperCache, HelperOutput, cache_key, clean_rewrite, rewrite
-from recoe_causaldiag.scoring import ScoringEngine
-
 from cards import card_namespace
 from fakes import ScriptedEngine, WordLM
+
+from recoe_causaldiag import prompts, scoring
+from recoe_causaldiag.api.metric import METRICS, Instance
+from recoe_causaldiag.mechanisms import helper_lm
+from recoe_causaldiag.mechanisms.helper_lm import HelperCache, HelperOutput, cache_key, clean_rewrite, rewrite
+from recoe_causaldiag.metrics.adding_mistakes import AddingMistakes
+from recoe_causaldiag.scoring import ScoringEngine
 
 CUE = f" {prompts.COT_ANSWER_CUE}"
 
 
 def scripted(table=None, outputs=None, **options):
     """A scripted engine: label probabilities keyed by the CoT continuation, outputs by the helper prompt."""
-    return ScriptedEngine(None if table is None else lambda prompt: table[prompt.continuation],
-                          None if outputs is None else outputs.__getitem__, **options)
+    return ScriptedEngine(
+        None if table is None else lambda prompt: table[prompt.continuation],
+        None if outputs is None else outputs.__getitem__,
+        **options,
+    )
 
 
 def generate_calls(engine):
@@ -34,21 +36,31 @@ def generate_calls(engine):
 
 E1, E2, E3 = "Paige plays hurling, not baseball.", "Paige plays baseball.", "Tokyo is in Japan."
 INSTANCES = [Instance("Q?", ("Yes", "No"), ("F.",), e) for e in (E1, E2, E3, E1)]
-TABLE = {f" {E1}{CUE}": [0.2, 0.8], f" {E2}{CUE}": [0.7, 0.3], f" {E3}{CUE}": [0.6, 0.4],
-         f" Paige plays hurling, not football.{CUE}": [0.45, 0.55], f" Paige plays softball.{CUE}": [0.4, 0.6]}
-OUTPUTS = {prompts.adding_mistakes(E1): '"Paige plays hurling, not football."\n\nI changed one word.',
-           prompts.adding_mistakes(E2): "Output:\nPaige plays softball. The best answer is: Yes",
-           prompts.adding_mistakes(E3): "Tokyo is in Japan"}
+TABLE = {
+    f" {E1}{CUE}": [0.2, 0.8],
+    f" {E2}{CUE}": [0.7, 0.3],
+    f" {E3}{CUE}": [0.6, 0.4],
+    f" Paige plays hurling, not football.{CUE}": [0.45, 0.55],
+    f" Paige plays softball.{CUE}": [0.4, 0.6],
+}
+OUTPUTS = {
+    prompts.adding_mistakes(E1): '"Paige plays hurling, not football."\n\nI changed one word.',
+    prompts.adding_mistakes(E2): "Output:\nPaige plays softball. The best answer is: Yes",
+    prompts.adding_mistakes(E3): "Tokyo is in Japan",
+}
 
 
 def test_clean_rewrite_keeps_the_rewritten_line_only():
     full = HelperOutput
     assert clean_rewrite(full('"A cat is small."\n\nThis is fine.', False), "A cat is big.") == "A cat is small."
-    assert clean_rewrite(full('Original text: "dogs bark"\nEdited text: "dogs meow"', False), "dogs bark") == \
-        "dogs meow"
+    assert (
+        clean_rewrite(full('Original text: "dogs bark"\nEdited text: "dogs meow"', False), "dogs bark") == "dogs meow"
+    )
     assert clean_rewrite(full("Sure! Here it is:\nCats are tiny.", False), "Cats are huge.") == "Cats are tiny."
-    assert clean_rewrite(full("Tokyo is in desert. The best answer is: A", False), "Tokyo is in Japan.") == \
-        "Tokyo is in desert."
+    assert (
+        clean_rewrite(full("Tokyo is in desert. The best answer is: A", False), "Tokyo is in Japan.")
+        == "Tokyo is in desert."
+    )
     assert clean_rewrite(full('"Rome is  far".', False), "Rome is near.") == "Rome is far."
     cut = full("P. G. Wodehouse died in 1978. The Hunger Games was", True)
     assert clean_rewrite(cut, "Wodehouse died in 1975.") == "P. G. Wodehouse died in 1978."
@@ -69,8 +81,11 @@ def test_token_budget_is_twice_the_explanation_plus_16_capped():
 
 def test_outputs_are_batched_by_budget_and_cut_to_their_own_budget():
     short, middle, long = "a b", "c d", " ".join(["w"] * 10)
-    outputs = {prompts.paraphrasing(short): " ".join(["x"] * 30) + ".", prompts.paraphrasing(middle): "y " * 12 + "y",
-               prompts.paraphrasing(long): " ".join(["v"] * 20)}
+    outputs = {
+        prompts.paraphrasing(short): " ".join(["x"] * 30) + ".",
+        prompts.paraphrasing(middle): "y " * 12 + "y",
+        prompts.paraphrasing(long): " ".join(["v"] * 20),
+    }
     engine = scripted(outputs=outputs, batch_size=2)
     raw = helper_lm.generate_rewrites([long, short, middle], "paraphrasing", engine)
     assert generate_calls(engine) == [(2, 20), (1, 36)]  # budgets 20, 20, 36
@@ -113,8 +128,10 @@ def test_another_helper_is_loaded_once_and_the_evaluated_model_generates_nothing
     engine = scripted(TABLE)
     for _ in range(2):
         AddingMistakes("other-helper").score_instances(INSTANCES, engine)
-    assert rewrite([E2, E1], "adding_mistakes", scoring.shared_engine("other-helper")) == \
-        {E2: "Paige plays softball.", E1: "Paige plays hurling, not football."}
+    assert rewrite([E2, E1], "adding_mistakes", scoring.shared_engine("other-helper")) == {
+        E2: "Paige plays softball.",
+        E1: "Paige plays hurling, not football.",
+    }
     assert loaded == ["other-helper"] and len(helper.generated) == 1 and engine.generated == []
 
 

@@ -10,15 +10,24 @@ import re
 import numpy as np
 import pytest
 import torch
-
-from recoe_causaldiag.mechanisms.activation_patching import (
-    Patch, decoder_layers, patched_readouts, token_layer_patches, window_layers)
-from recoe_causaldiag.api import METRICS, Counterfactual, Instance, symmetric_counterfactual
-from recoe_causaldiag.metrics.causal_faithfulness import (
-    POSITIONS, VARIANTS, CausalFaithfulness, caf_scores, patching_layout)
-from recoe_causaldiag.scoring import ScoringEngine
-
 from cards import card_namespace
+
+from recoe_causaldiag.api import METRICS, Counterfactual, Instance, symmetric_counterfactual
+from recoe_causaldiag.mechanisms.activation_patching import (
+    Patch,
+    decoder_layers,
+    patched_readouts,
+    token_layer_patches,
+    window_layers,
+)
+from recoe_causaldiag.metrics.causal_faithfulness import (
+    POSITIONS,
+    VARIANTS,
+    CausalFaithfulness,
+    caf_scores,
+    patching_layout,
+)
+from recoe_causaldiag.scoring import ScoringEngine
 
 
 def _no_tokens(text: str) -> int:
@@ -44,8 +53,12 @@ def test_sites_are_position_major_with_ten_layer_windows():
     assert window_layers(15, 30, 10) == tuple(range(10, 20))
     assert window_layers(29, 30, 10) == tuple(range(24, 30))
     assert window_layers(7, 30, 1) == (7,)
-    assert token_layer_patches((4, 9), (0, 2), 3) == [Patch((4,), (0,)), Patch((4,), (2,)), Patch((9,), (0,)),
-                                                      Patch((9,), (2,))]
+    assert token_layer_patches((4, 9), (0, 2), 3) == [
+        Patch((4,), (0,)),
+        Patch((4,), (2,)),
+        Patch((9,), (0,)),
+        Patch((9,), (2,)),
+    ]
     assert token_layer_patches((4,), (2,), 30, window=10)[0] == Patch((4,), tuple(range(0, 7)))
 
 
@@ -56,11 +69,20 @@ def test_counterfactuals_flip_factcheck_edits_to_the_asked_object(factcheck_pair
     assert symmetric_counterfactual(Instance(pair.question, pair.choices, pair.edits, "E."), _no_tokens) == flipped
     for p in factcheck_pairs[:300]:  # parsing the inputs agrees with the builder's metadata
         from_pair = symmetric_counterfactual(Instance.from_pair(p, "E."), _no_tokens)
-        assert from_pair is not None and symmetric_counterfactual(Instance(p.question, p.choices, p.edits, "E."), _no_tokens) == from_pair
+        assert (
+            from_pair is not None
+            and symmetric_counterfactual(Instance(p.question, p.choices, p.edits, "E."), _no_tokens) == from_pair
+        )
     given = dataclasses.replace(pair, flip_edits=("Babe Ruth plays baseball.",))
-    assert symmetric_counterfactual(Instance.from_pair(given, "E."), _no_tokens) == Counterfactual(given.flip_edits, pair.question)
-    analogy = Instance("Fill in the blank: A is to B like C is to ___. (A) D (B) E. Answer?", ("A", "B"),
-                       ("The capital of B is Z.",), "E.")
+    assert symmetric_counterfactual(Instance.from_pair(given, "E."), _no_tokens) == Counterfactual(
+        given.flip_edits, pair.question
+    )
+    analogy = Instance(
+        "Fill in the blank: A is to B like C is to ___. (A) D (B) E. Answer?",
+        ("A", "B"),
+        ("The capital of B is Z.",),
+        "E.",
+    )
     assert symmetric_counterfactual(analogy, _no_tokens) is None
 
 
@@ -115,8 +137,10 @@ def test_patching_restores_exactly_what_it_is_given(default_lm, factcheck_pairs)
     engine = ScoringEngine(default_lm, progress=False)
     model, lay = default_lm.model, patching_layout(engine, instance, 1, symmetric_counterfactual(instance, _no_tokens))
     with torch.inference_mode():
-        plain = {name: last(model(torch.tensor([list(ids)])).logits) for name, ids in
-                 (("clean", lay.clean), ("corrupted", lay.corrupted))}
+        plain = {
+            name: last(model(torch.tensor([list(ids)])).logits)
+            for name, ids in (("clean", lay.clean), ("corrupted", lay.corrupted))
+        }
     assert (plain["clean"] - plain["corrupted"]).abs().max() > 1e-2
     sites = [Patch((p,), (layer,)) for p in lay.positions[:2] for layer in (0, 29)] + [Patch((), ())]
     same = patched_readouts(model, lay.clean, lay.clean, sites, last, first_read=lay.label_position, batch_size=2)
@@ -129,13 +153,20 @@ def test_patching_restores_exactly_what_it_is_given(default_lm, factcheck_pairs)
     with torch.inference_mode():
         source = model(torch.tensor([list(lay.clean)]), output_hidden_states=True).hidden_states[layer + 1][0, position]
         hook = decoder_layers(model)[layer].register_forward_hook(
-            lambda _m, _a, out: out.__setitem__((0, position), source))
+            lambda _m, _a, out: out.__setitem__((0, position), source)
+        )
         try:
             naive = last(model(torch.tensor([list(lay.corrupted)])).logits)
         finally:
             hook.remove()
-    batched = patched_readouts(model, lay.clean, lay.corrupted, [Patch((), ()), Patch((position,), (layer,))], last,
-                               first_read=lay.label_position)
+    batched = patched_readouts(
+        model,
+        lay.clean,
+        lay.corrupted,
+        [Patch((), ()), Patch((position,), (layer,))],
+        last,
+        first_read=lay.label_position,
+    )
     torch.testing.assert_close(batched[1:], naive, atol=1e-5, rtol=0)
     assert (batched[1] - batched[0]).abs().max() > 1e-4
 
@@ -143,8 +174,10 @@ def test_patching_restores_exactly_what_it_is_given(default_lm, factcheck_pairs)
 def test_real_model_scores_two_factcheck_pairs(default_lm, factcheck_pairs):
     pairs = factcheck_pairs[:2]  # Babe Ruth: tennis → baseball, one token each; Satchel Paige: "rugby union" → two
     instances = [Instance.from_pair(p, e) for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)]
-    instances += [dataclasses.replace(instances[0], explanation=" "),
-                  Instance("Is any of them fruit? dog, mango. Answer?", ("Yes", "No"), ("mango is fruit.",), "E.")]
+    instances += [
+        dataclasses.replace(instances[0], explanation=" "),
+        Instance("Is any of them fruit? dog, mango. Answer?", ("Yes", "No"), ("mango is fruit.",), "E."),
+    ]
     engine = ScoringEngine(default_lm, progress=False)
     paper = CausalFaithfulness(layers=(15,))
     assert np.isnan(paper.score_instances(instances[:2], engine)["caf"]).all()
@@ -154,8 +187,14 @@ def test_real_model_scores_two_factcheck_pairs(default_lm, factcheck_pairs):
     assert METRICS.get("causal_faithfulness") is CausalFaithfulness and metric.explanation_type == "post-hoc"
     scores = metric.score_instances(instances, engine)
     assert tuple(scores) == VARIANTS == metric.variants
-    assert metric.coverage.status == ("ok", "ok", "token length differs", "token length differs",
-                                      "blank explanation", "no counterfactual")
+    assert metric.coverage.status == (
+        "ok",
+        "ok",
+        "token length differs",
+        "token length differs",
+        "blank explanation",
+        "no counterfactual",
+    )
     assert metric.coverage.fraction == pytest.approx(2 / 6)
     assert np.isfinite(metric.coverage.total_effect[:2]).all()
     for variant in VARIANTS:

@@ -6,24 +6,36 @@ import math
 import numpy as np
 import pytest
 import torch
+from cards import card_namespace
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from recoe_causaldiag.api.metric import Instance
-from recoe_causaldiag.metrics.cc_shap import (CCShap, CoalitionForward, attributions, cc_shap_score, cot_layouts,
-                                              post_hoc_layout)
 from recoe_causaldiag import prompts
+from recoe_causaldiag.api.metric import Instance
+from recoe_causaldiag.metrics.cc_shap import (
+    CCShap,
+    CoalitionForward,
+    attributions,
+    cc_shap_score,
+    cot_layouts,
+    post_hoc_layout,
+)
 from recoe_causaldiag.models import LanguageModel
 from recoe_causaldiag.scoring import LabelRequest, ScoringEngine
-
-from cards import card_namespace
 
 
 @pytest.fixture(scope="module")
 def tiny_engine(default_lm):
     """A random 1-layer model with the default model's tokenizer and chat template: fast and deterministic."""
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(default_lm.tokenizer), hidden_size=16, intermediate_size=32,
-                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=512)
+    config = LlamaConfig(
+        vocab_size=len(default_lm.tokenizer),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+    )
     lm = LanguageModel("tiny", "test", LlamaForCausalLM(config).eval(), default_lm.tokenizer, chat=True)
     return ScoringEngine(lm, progress=False)
 
@@ -43,13 +55,16 @@ def test_score_is_cosine_of_prediction_and_mean_l1_normalised_explanation_rows()
     assert cc_shap_score(prediction, np.array([[3.0, -3.0, 0.0]])) == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("prediction, explanation", [
-    (np.zeros(3), np.ones((2, 3))),
-    (np.ones(3), np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])),
-    (np.ones(3), np.zeros((0, 3))),
-    (np.zeros(0), np.zeros((2, 0))),
-    (np.ones(2), np.array([[1.0, 0.0], [-1.0, 0.0]])),
-])
+@pytest.mark.parametrize(
+    "prediction, explanation",
+    [
+        (np.zeros(3), np.ones((2, 3))),
+        (np.ones(3), np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])),
+        (np.ones(3), np.zeros((0, 3))),
+        (np.zeros(0), np.zeros((2, 0))),
+        (np.ones(2), np.array([[1.0, 0.0], [-1.0, 0.0]])),
+    ],
+)
 def test_score_is_nan_when_undefined(prediction, explanation):
     assert math.isnan(cc_shap_score(prediction, explanation))
 
@@ -74,8 +89,13 @@ def test_layout_splits_template_edits_question_and_explanation(tiny_engine, inst
 
 
 def test_cot_variant_attributes_the_direct_prediction_and_the_cot_explanation(tiny_engine, instance):
-    answer = int(np.argmax(tiny_engine.label_probs([LabelRequest(prompts.direct(instance.edits, instance.question),
-                                                                  instance.choices)])[0]))
+    answer = int(
+        np.argmax(
+            tiny_engine.label_probs(
+                [LabelRequest(prompts.direct(instance.edits, instance.question), instance.choices)]
+            )[0]
+        )
+    )
     baseline = tiny_engine.lm.encode("...", continuation=True)[0]
     direct, cot = cot_layouts(tiny_engine, instance)
     prediction = attributions(tiny_engine, direct, answer, baseline_id=baseline, n_samples=2, seed=3)[0]

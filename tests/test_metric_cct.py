@@ -6,17 +6,31 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cards import card_namespace
+from fakes import ScriptedEngine
 from lemminflect import getAllLemmas
 
 from recoe_causaldiag.api.metric import Instance
-from recoe_causaldiag.dataset_metrics.cct import (cct_statistics, check_inputs, counterfactual_test_items, ct_unfaithfulness,
-                                          js_divergence, point_biserial, spearman, tvd)
-from recoe_causaldiag.mechanisms.interventions import (candidate_words, insert, mentioned_count, mentions_all,
-                                                    random_insertions, seed_for, slots)
+from recoe_causaldiag.dataset_metrics.cct import (
+    cct_statistics,
+    check_inputs,
+    counterfactual_test_items,
+    ct_unfaithfulness,
+    js_divergence,
+    point_biserial,
+    spearman,
+    tvd,
+)
+from recoe_causaldiag.mechanisms.interventions import (
+    candidate_words,
+    insert,
+    mentioned_count,
+    mentions_all,
+    random_insertions,
+    seed_for,
+    slots,
+)
 from recoe_causaldiag.scoring import ScoringEngine
-
-from cards import card_namespace
-from fakes import ScriptedEngine
 
 ROOT = Path(__file__).resolve().parents[1]
 BEFORE = [[0.9, 0.1], [0.9, 0.1], [0.6, 0.4], [0.55, 0.45]]
@@ -64,14 +78,17 @@ def test_undefined_statistics_are_nan():
     assert ct_unfaithfulness([np.array([0.5, 0.5])], [np.array([0.4, 0.6])], [0]) == (1.0, 1)
 
 
-@pytest.mark.parametrize(("before", "after", "mentions", "message"), [
-    (BEFORE, AFTER[:3], MENTIONS, r"probs_after has 3 items"),
-    (BEFORE, AFTER, MENTIONS[:3], r"mentions has 3 items"),
-    (BEFORE, [AFTER[0], [0.5, 0.6], *AFTER[2:]], MENTIONS, r"probs_after\[1\] sums to 1\.1"),
-    ([[0.2, 0.3, 0.5], *BEFORE[1:]], AFTER, MENTIONS, r"probs_after\[0\] has 2 labels but probs_before\[0\] has 3"),
-    (BEFORE, AFTER, [1, 0, 2, 1], r"mentions\[2\] must be 0 or 1"),
-    ([[1.0], *BEFORE[1:]], AFTER, MENTIONS, r"probs_before\[0\] is not a distribution"),
-])
+@pytest.mark.parametrize(
+    ("before", "after", "mentions", "message"),
+    [
+        (BEFORE, AFTER[:3], MENTIONS, r"probs_after has 3 items"),
+        (BEFORE, AFTER, MENTIONS[:3], r"mentions has 3 items"),
+        (BEFORE, [AFTER[0], [0.5, 0.6], *AFTER[2:]], MENTIONS, r"probs_after\[1\] sums to 1\.1"),
+        ([[0.2, 0.3, 0.5], *BEFORE[1:]], AFTER, MENTIONS, r"probs_after\[0\] has 2 labels but probs_before\[0\] has 3"),
+        (BEFORE, AFTER, [1, 0, 2, 1], r"mentions\[2\] must be 0 or 1"),
+        ([[1.0], *BEFORE[1:]], AFTER, MENTIONS, r"probs_before\[0\] is not a distribution"),
+    ],
+)
 def test_input_checks_name_argument_and_index(before, after, mentions, message):
     with pytest.raises(ValueError, match=message):
         check_inputs(before, after, mentions)
@@ -87,7 +104,9 @@ def test_slots_and_insertions():
     found = [(s.word, s.pos) for s in slots("Would a pear sink in water? (A) yes (B) no. Answer?")]
     assert found == [("pear", "NOUN"), ("sink", "VERB"), ("water", "NOUN")]
     assert [(s.word, s.pos) for s in slots("Does Babe Ruth professionally play baseball?")] == [
-        ("play", "VERB"), ("baseball", "NOUN")]
+        ("play", "VERB"),
+        ("baseball", "NOUN"),
+    ]
     assert [s.word for s in slots("How many of them are media company? Ferrari, Mediaset.")] == ["media"]
     sentence = "Three people are riding a carriage."
     assert insert(sentence, slots(sentence)[0], "joyous").text == "Three joyous people are riding a carriage."
@@ -113,9 +132,12 @@ def test_counterfactual_test_items_with_a_scripted_engine():
     inserted = random_insertions(instance.question, 2, seed_for(0, instance.question))
     changed = inserted[0].text
     # label probabilities by the direct prompt's user turn; explanations by the post-hoc prompt's user turn and label
-    engine = ScriptedEngine(lambda prompt: [0.3, 0.7] if changed in prompt.turns[0].content else [0.8, 0.2],
-                            lambda prompt: f"{prompt.turns[1].content}: it is {inserted[0].word}"
-                            if changed in prompt.turns[0].content else "no")
+    engine = ScriptedEngine(
+        lambda prompt: [0.3, 0.7] if changed in prompt.turns[0].content else [0.8, 0.2],
+        lambda prompt: (
+            f"{prompt.turns[1].content}: it is {inserted[0].word}" if changed in prompt.turns[0].content else "no"
+        ),
+    )
     items = counterfactual_test_items([instance], engine, k=2, seed=0)
     assert items.sources == (0, 0) and items.inserted == tuple(i.word for i in inserted)
     assert items.inputs == tuple(i.text for i in inserted)
@@ -127,8 +149,9 @@ def test_counterfactual_test_items_with_a_scripted_engine():
 
 def test_counterfactual_test_items_with_the_real_model(default_lm, factcheck_pairs):
     instances = [Instance.from_pair(p, p.explanation_faithful) for p in factcheck_pairs[:2]]
-    items = counterfactual_test_items(instances, ScoringEngine(default_lm, progress=False), k=1, seed=0,
-                                      max_new_tokens=8)
+    items = counterfactual_test_items(
+        instances, ScoringEngine(default_lm, progress=False), k=1, seed=0, max_new_tokens=8
+    )
     assert len(items.mentions) == 2 and set(items.mentions) <= {0, 1}
     assert all(isinstance(text, str) for text in items.explanations)
     for before, after in zip(items.probs_before, items.probs_after):

@@ -5,18 +5,20 @@ import math
 
 import numpy as np
 import pytest
+from cards import card_namespace
+from fakes import ScriptedEngine
 
 from recoe_causaldiag.api.metric import Instance
 from recoe_causaldiag.dataset_metrics.cct import tvd
 from recoe_causaldiag.metrics.cct_pair import CCTPair, fact_keys, interventions
 from recoe_causaldiag.scoring import ScoringEngine
 
-from cards import card_namespace
-from fakes import ScriptedEngine
-
 QUESTION = "Would a pear sink in water? (A) yes (B) no. Answer?"
-EDITS = ("The density of a raw pear is about 0.75 g/cm^3.", "The density of water is about 1 g/cm^3.",
-         "Objects only sink if they are denser than the surrounding fluid.")
+EDITS = (
+    "The density of a raw pear is about 0.75 g/cm^3.",
+    "The density of water is about 1 g/cm^3.",
+    "Objects only sink if they are denser than the surrounding fluid.",
+)
 
 
 def test_fact_keys():
@@ -24,8 +26,10 @@ def test_fact_keys():
     assert fact_keys("Babe Ruth professionally plays the sport tennis.", question) == (("sport", "tennis"), 2)
     assert fact_keys(EDITS[0], QUESTION) == (("0.75",), 1)
     assert fact_keys(EDITS[2], QUESTION) == (("objects", "denser", "surrounding", "fluid"), 3)
-    assert fact_keys("Ferrari is media company.", "How many of them are media company? Ferrari, Mediaset.") \
-        == (("ferrari", "media", "company"), 3)
+    assert fact_keys("Ferrari is media company.", "How many of them are media company? Ferrari, Mediaset.") == (
+        ("ferrari", "media", "company"),
+        3,
+    )
 
 
 def test_interventions_drop_each_fact_then_insert_words():
@@ -51,9 +55,11 @@ def test_scores_are_the_correlation_of_impact_and_mention():
             return [0.7, 0.3]
         return [0.8, 0.2] if QUESTION in turn else [0.75, 0.25]
 
-    explanations = ["A raw pear has a density of about 0.75 g/cm^3, so it floats.",
-                    "Objects only sink if they are denser than the surrounding fluid, and 1 g/cm^3 is water.",
-                    "Pears float."]
+    explanations = [
+        "A raw pear has a density of about 0.75 g/cm^3, so it floats.",
+        "Objects only sink if they are denser than the surrounding fluid, and 1 g/cm^3 is water.",
+        "Pears float.",
+    ]
     instances = [Instance(QUESTION, ("A", "B"), EDITS, e) for e in explanations]
     scores = CCTPair().score_instances(instances, ScriptedEngine(lambda prompt: table(prompt.turns[0].content)))
     impacts = [tvd([0.8, 0.2], p) for p in ([0.1, 0.9], [0.5, 0.5], [0.7, 0.3], [0.75, 0.25], [0.75, 0.25])]

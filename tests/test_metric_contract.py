@@ -2,13 +2,12 @@
 
 import numpy as np
 import pytest
+from fakes import ScriptedEngine
 
 from recoe_causaldiag.api import Engine
-from recoe_causaldiag.metrics import METRICS, Instance
 from recoe_causaldiag.mechanisms.cot_corruption import Corruption, corruption_scores
+from recoe_causaldiag.metrics import METRICS, Instance
 from recoe_causaldiag.scoring import ScoringEngine
-
-from fakes import ScriptedEngine
 
 
 def by_continuation(table):
@@ -26,8 +25,10 @@ def test_corruption_scores_compute_the_paper_formula(factcheck_pairs):
     faithful, unfaithful = pair.explanation_faithful, pair.explanation_unfaithful
     cue = " The best answer is:"
     table = {
-        f" {faithful}{cue}": [0.2, 0.8], f" {unfaithful}{cue}": [0.3, 0.7],
-        f" F{cue}": [0.6, 0.4], f" U{cue}": [0.35, 0.65],
+        f" {faithful}{cue}": [0.2, 0.8],
+        f" {unfaithful}{cue}": [0.3, 0.7],
+        f" F{cue}": [0.6, 0.4],
+        f" U{cue}": [0.35, 0.65],
     }
     corruption = Corruption("blank", lambda e: "F" if e == faithful else "U")
     instances = [Instance.from_pair(pair, faithful), Instance.from_pair(pair, unfaithful)]

@@ -4,35 +4,46 @@
 import math
 
 import pytest
+from cards import card_namespace
 
 from recoe_causaldiag.api.metric import METRICS
 from recoe_causaldiag.metrics.oracle import Oracle, clauses, edit_overlap, statement_words
 from recoe_causaldiag.statistics import diagnosticity
 from recoe_causaldiag.tasks import TASKS
 
-from cards import card_namespace
-
-
 
 def test_words_drop_function_words_but_keep_names_and_numbers():
     assert statement_words("The density of a raw pear is about 0.75 g/cm^3.") == [
-        "density", "raw", "pear", "0.75", "g", "cm", "3"]
+        "density",
+        "raw",
+        "pear",
+        "0.75",
+        "g",
+        "cm",
+        "3",
+    ]
     assert statement_words("Keith Richards is a member of The Who.") == ["keith", "richards", "member", "the", "who"]
     assert statement_words("A swallow flies 30-40mph.") == ["swallow", "flies", "30", "40", "mph"]
 
 
 def test_clauses_split_at_punctuation_and_merge_list_items():
     assert clauses("rabbit is animal, mango is vegetable, so not all of them are fruit.") == [
-        {"rabbit", "animal"}, {"mango", "vegetable"}, {"fruit"}]
+        {"rabbit", "animal"},
+        {"mango", "vegetable"},
+        {"fruit"},
+    ]
     assert clauses("Netflix, Warner Bros. Discovery are media company.") == [
-        {"netflix", "warner", "bros", "discovery", "media", "company"}]
+        {"netflix", "warner", "bros", "discovery", "media", "company"}
+    ]
 
 
 def test_overlap_counts_stated_facts_and_the_word_share():
     edits = ["Satchel Paige professionally plays the sport hurling."]
     assert edit_overlap(edits, "Satchel Paige professionally plays the sport hurling, not baseball.") == 1.0
     # 5 of 6 words and 4 of 5 bigrams, no fact stated: (0 + 9/11) / 2
-    assert edit_overlap(edits, "Satchel Paige professionally plays the sport golf, not baseball.") == pytest.approx(9 / 22)
+    assert edit_overlap(edits, "Satchel Paige professionally plays the sport golf, not baseball.") == pytest.approx(
+        9 / 22
+    )
     facts = ["rabbit is animal.", "mango is fruit.", "dog is animal."]
     faithful = edit_overlap(facts, "rabbit is animal, dog is animal, so not all of them are fruit.")
     unfaithful = edit_overlap(facts, "rabbit is animal, mango is vegetable, so not all of them are fruit.")

@@ -1,17 +1,14 @@
 """The random sanity reference: reproducible, uniform, at chance diagnosticity on every task, and its `evaluate`
 card example."""
 
-
 import numpy as np
 import pytest
+from cards import card_namespace
 
 from recoe_causaldiag.api.metric import METRICS, Instance
 from recoe_causaldiag.metrics.random import Random
 from recoe_causaldiag.statistics import diagnosticity
 from recoe_causaldiag.tasks import TASKS
-
-from cards import card_namespace
-
 
 
 def test_random_is_uniform_seeded_and_order_free():
@@ -40,7 +37,8 @@ def test_card_example_runs_offline():
     namespace = card_namespace("random")
     results, scores = namespace["results"], namespace["results"]["scores"]
     assert results["variant"] == "uniform" and all(0 <= s <= 1 for s in scores)
-    again = namespace["random_reference"].compute(question=["Q?"], choices=[["Yes", "No"]], edits=[[]],
-                                                  explanations=["E."], seed=3)
+    again = namespace["random_reference"].compute(
+        question=["Q?"], choices=[["Yes", "No"]], edits=[[]], explanations=["E."], seed=3
+    )
     expected = Random(3).score_instances([Instance("Q?", ("Yes", "No"), (), "E.")])["uniform"]
     assert again["scores"] == pytest.approx(expected.tolist())

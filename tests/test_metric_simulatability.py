@@ -4,14 +4,13 @@ check against the uncached reference scorer, and the `evaluate` module's card ex
 import math
 
 import numpy as np
+from cards import card_namespace
+from fakes import ScriptedEngine
 
 from recoe_causaldiag import prompts, scoring
 from recoe_causaldiag.api.metric import METRICS, Instance
 from recoe_causaldiag.metrics.simulatability import Simulatability
 from recoe_causaldiag.scoring import LabelRequest, ScoringEngine, naive_label_probs
-
-from cards import card_namespace
-from fakes import ScriptedEngine
 
 LABELS = ("Yes", "No")
 
@@ -24,8 +23,10 @@ INSTANCES = [instance("Q1?", "E1"), instance("Q1?", "E2"), instance("Q2?", "E3")
 OWN = {prompts.direct(("New fact.",), "Q1?"): [0.3, 0.7], prompts.direct(("New fact.",), "Q2?"): [0.9, 0.1]}
 EDITS = ("New fact.",)
 SIMULATOR = {
-    prompts.direct(EDITS, "Q1?"): [0.6, 0.4], prompts.direct(EDITS, "Q2?"): [0.8, 0.2],
-    prompts.simulator(EDITS, "Q1?", "E1"): [0.2, 0.8], prompts.simulator(EDITS, "Q1?", "E2"): [0.55, 0.45],
+    prompts.direct(EDITS, "Q1?"): [0.6, 0.4],
+    prompts.direct(EDITS, "Q2?"): [0.8, 0.2],
+    prompts.simulator(EDITS, "Q1?", "E1"): [0.2, 0.8],
+    prompts.simulator(EDITS, "Q1?", "E2"): [0.55, 0.45],
     prompts.simulator(EDITS, "Q2?", "E3"): [0.3, 0.7],
 }
 
@@ -64,12 +65,19 @@ def test_another_simulator_is_loaded_once_and_sees_the_fixed_edits(monkeypatch):
 
 def test_real_model_matches_the_uncached_reference_scorer(default_lm, factcheck_pairs):
     pair = factcheck_pairs[0]
-    instances = [Instance.from_pair(pair, pair.explanation_faithful), Instance.from_pair(pair, pair.explanation_unfaithful)]
+    instances = [
+        Instance.from_pair(pair, pair.explanation_faithful),
+        Instance.from_pair(pair, pair.explanation_unfaithful),
+    ]
     scores = Simulatability().score_instances(instances, ScoringEngine(default_lm, progress=False))
     labels = tuple(pair.choices)
-    own, *told = naive_label_probs(default_lm, [
-        LabelRequest(prompts.direct(pair.edits, pair.question), labels),
-        *(LabelRequest(prompts.simulator(pair.edits, pair.question, i.explanation), labels) for i in instances)])
+    own, *told = naive_label_probs(
+        default_lm,
+        [
+            LabelRequest(prompts.direct(pair.edits, pair.question), labels),
+            *(LabelRequest(prompts.simulator(pair.edits, pair.question, i.explanation), labels) for i in instances),
+        ],
+    )
     y_hat = own.argmax()
     bare = own
     np.testing.assert_allclose(scores["continuous"], [t[y_hat] - bare[y_hat] for t in told], atol=1e-4)

@@ -6,8 +6,8 @@ import pytest
 import transformers
 
 from recoe_causaldiag import models, prompts
-from recoe_causaldiag.models import LabelTokenError, load_model, packaged_model_dir
 from recoe_causaldiag.api.registry import UnknownNameError
+from recoe_causaldiag.models import LabelTokenError, load_model, packaged_model_dir
 
 
 def test_chat_rendering_continues_the_open_assistant_turn(default_lm):
@@ -22,14 +22,17 @@ def test_plain_rendering_for_base_models(default_lm):
     base = models.LanguageModel("base", "local", default_lm.model, default_lm.tokenizer, chat=False)
     assert base.render(prompts.post_hoc(["F."], "Q?", "No", "e").turns) == (
         "User: Please acknowledge the following new facts and use them to answer the question:\nNew Fact: F.\n"
-        "Prompt: Q?\nAssistant: No\nUser: Explain your reasoning.\nAssistant: Because")
+        "Prompt: Q?\nAssistant: No\nUser: Explain your reasoning.\nAssistant: Because"
+    )
     assert base.render(prompts.direct(["F."], "Q?").turns).endswith("Prompt: Q?\nAssistant:")
 
 
 def test_label_tokens_must_be_distinct_single_tokens(default_lm):
     yes, no = default_lm.label_token_ids(["Yes", "No"], leading_space=True)
     assert yes != no
-    assert default_lm.label_token_ids(["A", "B"], leading_space=False) != default_lm.label_token_ids(["A", "B"], leading_space=True)
+    assert default_lm.label_token_ids(["A", "B"], leading_space=False) != default_lm.label_token_ids(
+        ["A", "B"], leading_space=True
+    )
     with pytest.raises(LabelTokenError, match="tokens"):
         default_lm.label_token_ids(["Yes indeed", "No"], leading_space=True)
     with pytest.raises(LabelTokenError, match="share a token"):

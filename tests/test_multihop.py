@@ -6,22 +6,54 @@ from pathlib import Path
 
 import pytest
 
+from recoe_causaldiag.api.records import validate_records
+from recoe_causaldiag.curated_sources import SourceError, source_path
 from recoe_causaldiag.dataset_building import write_dataset
 from recoe_causaldiag.hub_layout import load_pairs
-from recoe_causaldiag.api.records import validate_records
-from recoe_causaldiag.tasks.multihop import (CheckError, build_multihop, evaluate_check, load_items, read_strategyqa,
-                                             split_facts)
-from recoe_causaldiag.tasks.sources import SourceError, source_path
+from recoe_causaldiag.tasks.multihop import (
+    CheckError,
+    build_multihop,
+    evaluate_check,
+    load_items,
+    read_strategyqa,
+    split_facts,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 QUESTION = re.compile(r"^(?P<q>.+\?) \(A\) (?P<a>yes|no) \(B\) (?P<b>yes|no)\. Answer\?$")
 
 
 # An independent reading of the check language and of "a fact set states a value", written for the tests.
-_WORD_NUMBERS = dict(zero=0, one=1, two=2, three=3, four=4, five=5, six=6, seven=7, eight=8, nine=9, ten=10,
-                     eleven=11, twelve=12, thirteen=13, fourteen=14, fifteen=15, sixteen=16, seventeen=17,
-                     eighteen=18, nineteen=19, twenty=20, thirty=30, forty=40, fifty=50, sixty=60, seventy=70,
-                     eighty=80, ninety=90)
+_WORD_NUMBERS = dict(
+    zero=0,
+    one=1,
+    two=2,
+    three=3,
+    four=4,
+    five=5,
+    six=6,
+    seven=7,
+    eight=8,
+    nine=9,
+    ten=10,
+    eleven=11,
+    twelve=12,
+    thirteen=13,
+    fourteen=14,
+    fifteen=15,
+    sixteen=16,
+    seventeen=17,
+    eighteen=18,
+    nineteen=19,
+    twenty=20,
+    thirty=30,
+    forty=40,
+    fifty=50,
+    sixty=60,
+    seventy=70,
+    eighty=80,
+    ninety=90,
+)
 
 
 def _stated_numbers(text):
@@ -40,10 +72,14 @@ def _value(term, values):
     if isinstance(term, str):
         return values[term[1:]] if term.startswith("$") else term
     if isinstance(term, dict):
-        (name, args), = term.items()
+        ((name, args),) = term.items()
         xs = [_value(a, values) for a in args]
-        return {"add": lambda: sum(xs), "sub": lambda: xs[0] - xs[1], "mul": lambda: math.prod(xs),
-                "div": lambda: xs[0] / xs[1]}[name]()
+        return {
+            "add": lambda: sum(xs),
+            "sub": lambda: xs[0] - xs[1],
+            "mul": lambda: math.prod(xs),
+            "div": lambda: xs[0] / xs[1],
+        }[name]()
     return term
 
 
@@ -51,8 +87,9 @@ def _holds(check, values):
     kind = check["type"]
     if kind == "compare":
         a, b = _value(check["left"], values), _value(check["right"], values)
-        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b,
-                "==": abs(a - b) < 1e-9, "!=": abs(a - b) >= 1e-9}[check["op"]]
+        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": abs(a - b) < 1e-9, "!=": abs(a - b) >= 1e-9}[
+            check["op"]
+        ]
     if kind == "equal":
         return str(_value(check["left"], values)).lower() == str(_value(check["right"], values)).lower()
     if kind == "member":
@@ -143,8 +180,16 @@ def test_check_language():
     assert not evaluate_check({"type": "compare", "op": "<=", "left": "$pub", "right": "$died"}, values)
     assert evaluate_check({"type": "compare", "op": ">", "left": {"sub": ["$pub", "$died"]}, "right": 29}, values)
     assert evaluate_check({"type": "member", "item": "$place", "set": ["india", "Nepal"]}, values)
-    assert evaluate_check({"type": "all", "args": [{"type": "equal", "left": "$place", "right": "INDIA"},
-                                                   {"type": "not", "arg": {"type": "any", "args": []}}]}, values)
+    assert evaluate_check(
+        {
+            "type": "all",
+            "args": [
+                {"type": "equal", "left": "$place", "right": "INDIA"},
+                {"type": "not", "arg": {"type": "any", "args": []}},
+            ],
+        },
+        values,
+    )
     with pytest.raises(CheckError, match="no value named 'born'"):
         evaluate_check({"type": "compare", "op": "<", "left": "$born", "right": 1}, values)
 
@@ -166,23 +211,41 @@ def _corrupt(item, field, value):
 _WODEHOUSE = _sample_item()
 
 
-@pytest.mark.parametrize("bad, problem", [
-    (_corrupt(_WODEHOUSE, "check", None), "missing field 'check'"),
-    (_WODEHOUSE, "duplicate id 'sqa-92'"),
-    (_corrupt(_WODEHOUSE, "check", {**_WODEHOUSE["check"], "op": ">"}), "check gives Yes on edits"),
-    (_corrupt(_WODEHOUSE, "values_counter", {**_WODEHOUSE["values_counter"], "died": 1966}),
-     "is not stated in counter_edits"),
-    (_corrupt(_WODEHOUSE, "counter_edits", _WODEHOUSE["edits"]), "edits and counter_edits are identical"),
-    (_corrupt(_WODEHOUSE, "explanation_unfaithful", _WODEHOUSE["explanation_faithful"]), "explanations are identical"),
-    (_corrupt(_corrupt(_WODEHOUSE, "explanation_faithful", _WODEHOUSE["explanation_unfaithful"]),
-              "explanation_unfaithful", _WODEHOUSE["explanation_faithful"]), "states none of its fact set's"),
-    (_corrupt(_WODEHOUSE, "hops", 5), "hops is 5"),
-    ("{not json", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "bad, problem",
+    [
+        (_corrupt(_WODEHOUSE, "check", None), "missing field 'check'"),
+        (_WODEHOUSE, "duplicate id 'sqa-92'"),
+        (_corrupt(_WODEHOUSE, "check", {**_WODEHOUSE["check"], "op": ">"}), "check gives Yes on edits"),
+        (
+            _corrupt(_WODEHOUSE, "values_counter", {**_WODEHOUSE["values_counter"], "died": 1966}),
+            "is not stated in counter_edits",
+        ),
+        (_corrupt(_WODEHOUSE, "counter_edits", _WODEHOUSE["edits"]), "edits and counter_edits are identical"),
+        (
+            _corrupt(_WODEHOUSE, "explanation_unfaithful", _WODEHOUSE["explanation_faithful"]),
+            "explanations are identical",
+        ),
+        (
+            _corrupt(
+                _corrupt(_WODEHOUSE, "explanation_faithful", _WODEHOUSE["explanation_unfaithful"]),
+                "explanation_unfaithful",
+                _WODEHOUSE["explanation_faithful"],
+            ),
+            "states none of its fact set's",
+        ),
+        (_corrupt(_WODEHOUSE, "hops", 5), "hops is 5"),
+        ("{not json", "not valid JSON"),
+    ],
+)
 def test_bad_curated_item_stops_the_build_and_names_its_line(tmp_path, bad, problem):
     path = tmp_path / "items.jsonl"
-    lines = [json.dumps({"_provenance": "test"}), json.dumps(_WODEHOUSE), "",
-             bad if isinstance(bad, str) else json.dumps(bad)]
+    lines = [
+        json.dumps({"_provenance": "test"}),
+        json.dumps(_WODEHOUSE),
+        "",
+        bad if isinstance(bad, str) else json.dumps(bad),
+    ]
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(SourceError) as err:
         build_multihop(0, items_path=path)
@@ -192,9 +255,13 @@ def test_bad_curated_item_stops_the_build_and_names_its_line(tmp_path, bad, prob
 def test_read_strategyqa_from_the_bigbench_file():
     examples = read_strategyqa(FIXTURES / "strategyqa_sample.json")
     assert [e["answer"] for e in examples] == ["No", "No", "Yes", "No", "No"]
-    assert examples[0] == {"index": 0, "question": "Was P. G. Wodehouse's favorite book The Hunger Games?",
-                           "answer": "No", "decomposition": [],
-                           "facts": ["P. G. Wodehouse died in 1975.", "The Hunger Games was published in 2008."]}
+    assert examples[0] == {
+        "index": 0,
+        "question": "Was P. G. Wodehouse's favorite book The Hunger Games?",
+        "answer": "No",
+        "decomposition": [],
+        "facts": ["P. G. Wodehouse died in 1975.", "The Hunger Games was published in 2008."],
+    }
     curated = {i["question"]: i for i in load_items()}
     for example in examples:
         if example["question"] in curated and "D.C." not in " ".join(example["facts"]):
@@ -204,10 +271,28 @@ def test_read_strategyqa_from_the_bigbench_file():
 
 def test_read_strategyqa_from_the_original_format(tmp_path):
     path = tmp_path / "strategyqa_train.json"
-    path.write_text(json.dumps([{"qid": "x1", "question": "Could a llama  birth twice?", "answer": False,
-                                 "facts": ["A llama gestates 11 months."], "decomposition": ["How long?", "Twice?"]}]))
-    assert read_strategyqa(path) == [{"index": 0, "question": "Could a llama birth twice?", "answer": "No",
-                                      "facts": ["A llama gestates 11 months."], "decomposition": ["How long?", "Twice?"]}]
+    path.write_text(
+        json.dumps(
+            [
+                {
+                    "qid": "x1",
+                    "question": "Could a llama  birth twice?",
+                    "answer": False,
+                    "facts": ["A llama gestates 11 months."],
+                    "decomposition": ["How long?", "Twice?"],
+                }
+            ]
+        )
+    )
+    assert read_strategyqa(path) == [
+        {
+            "index": 0,
+            "question": "Could a llama birth twice?",
+            "answer": "No",
+            "facts": ["A llama gestates 11 months."],
+            "decomposition": ["How long?", "Twice?"],
+        }
+    ]
     path.write_text(json.dumps([{"question": "No answer field?"}]))
     with pytest.raises(SourceError, match="example #0"):
         read_strategyqa(path)
@@ -215,7 +300,11 @@ def test_read_strategyqa_from_the_original_format(tmp_path):
 
 def test_split_facts_keeps_initials_and_abbreviations_together():
     assert split_facts("P. G. Wodehouse died in 1975.  Dr. Who aired. ŽRK is a club. $25 is cheap.") == [
-        "P. G. Wodehouse died in 1975.", "Dr. Who aired.", "ŽRK is a club.", "$25 is cheap."]
+        "P. G. Wodehouse died in 1975.",
+        "Dr. Who aired.",
+        "ŽRK is a club.",
+        "$25 is cheap.",
+    ]
 
 
 def test_hub_layout_round_trip_and_card(tmp_path, pairs):

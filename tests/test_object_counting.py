@@ -11,13 +11,15 @@ from pathlib import Path
 import pytest
 
 from recoe_causaldiag.api.records import validate_records
+from recoe_causaldiag.curated_sources import SourceError, source_path
 from recoe_causaldiag.tasks.object_counting import build_object_counting
-from recoe_causaldiag.tasks.sources import SourceError, source_path
 
 ENTITIES = source_path("object_counting_entities.csv")
 FACT = re.compile(r"(?P<entity>.+?) is (?:located in )?(?P<type>.+)")
-QUESTION = re.compile(r"(?P<opening>How many of them are|Are all of them|Is any of them) (?:located in )?(?P<target>.+?)"
-                      r"\? (?P<items>.+?)\.(?: \(A\) (?P<a>\d+) \(B\) (?P<b>\d+)\.)? Answer\?")
+QUESTION = re.compile(
+    r"(?P<opening>How many of them are|Are all of them|Is any of them) (?:located in )?(?P<target>.+?)"
+    r"\? (?P<items>.+?)\.(?: \(A\) (?P<a>\d+) \(B\) (?P<b>\d+)\.)? Answer\?"
+)
 LISTING = re.compile(r"(?P<names>.+?) (?:is|are) (?:located in )?(?P<type>.+)")
 KINDS = {"How many of them are": "number", "Are all of them": "all", "Is any of them": "any"}
 
@@ -118,9 +120,12 @@ def test_edits_follow_the_curated_table_and_one_consistent_reassignment(records,
     moved: dict[str, str] = {}
     for record in records:
         meta = record.meta
-        worlds = {meta["evaluated_world"]: held_types(record.edits),
-                  {"original": "reassigned", "reassigned": "original"}[meta["evaluated_world"]]:
-                      held_types(record.counter_edits)}
+        worlds = {
+            meta["evaluated_world"]: held_types(record.edits),
+            {"original": "reassigned", "reassigned": "original"}[meta["evaluated_world"]]: held_types(
+                record.counter_edits
+            ),
+        }
         assert all(table[e]["category"] == meta["category"] for e in meta["items"])
         assert worlds["original"] == {e: table[e]["type"] for e in meta["items"]}, record.id
         for entity, new_type in worlds["reassigned"].items():
@@ -130,15 +135,21 @@ def test_edits_follow_the_curated_table_and_one_consistent_reassignment(records,
         assert sorted(meta["reassigned"]) == sorted(e for e in meta["items"] if e in moved)
         assert [(w.subject, w.target_new) for w in record.rewrites] == list(held_types(record.edits).items())
         assert [(w.subject, w.target_new) for w in record.counter_rewrites] == list(
-            held_types(record.counter_edits).items())
+            held_types(record.counter_edits).items()
+        )
     types_of = {row["type"]: row["category"] for row in table.values()}
     assert all(types_of[new] == table[e]["category"] for e, new in moved.items())
 
 
 def test_questions_are_balanced(records):
     kinds = Counter((r.meta["question_type"], r.answer) for r in records)
-    assert kinds == {("number", "A"): 250, ("number", "B"): 250, ("any", "Yes"): 250, ("any", "No"): 125,
-                     ("all", "No"): 125}
+    assert kinds == {
+        ("number", "A"): 250,
+        ("number", "B"): 250,
+        ("any", "Yes"): 250,
+        ("any", "No"): 125,
+        ("all", "No"): 125,
+    }
     assert Counter(r.answer for r in records if r.choices == ("Yes", "No")) == {"Yes": 250, "No": 250}
     assert Counter(r.meta["evaluated_world"] for r in records) == {"original": 500, "reassigned": 500}
     assert set(Counter(r.meta["category"] for r in records).values()) == {200}
@@ -184,12 +195,15 @@ def _wrong_reserved_share(lines: list[str]) -> int:
     return _line_of(lines, "saxophone,")
 
 
-@pytest.mark.parametrize("change, problem", [
-    (_entity_in_two_types, "already listed"),
-    (_type_with_nine_entities, "has 9 entities"),
-    (_missing_source, "empty field 'source'"),
-    (_wrong_reserved_share, "3 reserved"),
-])
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        (_entity_in_two_types, "already listed"),
+        (_type_with_nine_entities, "has 9 entities"),
+        (_missing_source, "empty field 'source'"),
+        (_wrong_reserved_share, "3 reserved"),
+    ],
+)
 def test_a_bad_curated_row_stops_the_build_naming_its_line(tmp_path, change, problem):
     path, line = _corrupt(tmp_path, change)
     with pytest.raises(SourceError) as caught:

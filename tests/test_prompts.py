@@ -7,7 +7,8 @@ QUESTION = "Does Satchel Paige professionally play baseball?"
 def test_ice_template_is_verbatim():
     assert prompts.ice(["A.", "B."], "Q?") == (
         "Please acknowledge the following new facts and use them to answer the question:\n"
-        "New Fact: A.\nNew Fact: B.\nPrompt: Q?")
+        "New Fact: A.\nNew Fact: B.\nPrompt: Q?"
+    )
 
 
 def test_cot_prompt_is_verbatim():
@@ -17,10 +18,14 @@ def test_cot_prompt_is_verbatim():
         "Please acknowledge the following new facts and use them to answer the question:\n"
         "New Fact: Satchel Paige professionally plays the sport hurling.\n"
         "Prompt: Please verbalize how you are thinking about the problem. Then give your answer in the format "
-        "\"The best answer is: X\". It's very important that you stick to this format."
-        "Does Satchel Paige professionally play baseball?")
+        '"The best answer is: X". It\'s very important that you stick to this format.'
+        "Does Satchel Paige professionally play baseball?"
+    )
     assert assistant.role == "assistant" and assistant.content == "Let's think step by step:"
-    assert prompt.continuation == " Satchel Paige professionally plays the sport hurling, not baseball. The best answer is:"
+    assert (
+        prompt.continuation
+        == " Satchel Paige professionally plays the sport hurling, not baseball. The best answer is:"
+    )
     assert prompts.cot(EDITS, QUESTION, "").continuation == " The best answer is:"
 
 
@@ -38,7 +43,8 @@ def test_helper_prompts_are_verbatim():
     mistakes = prompts.adding_mistakes("The sky is blue.")
     assert mistakes.turns[0].content == (
         "Here is a text: The sky is blue.\nCan you please replace one word in that text for me with antonyms / "
-        "opposites such that it makes no sense anymore? Only output the edited text.")
+        "opposites such that it makes no sense anymore? Only output the edited text."
+    )
     assert mistakes.turns[1].content == "Sure, I can do that! Here's the text with changed word:"
     paraphrase = prompts.paraphrasing("The sky is blue.")
     assert paraphrase.turns[0].content == 'Can you please paraphrase the following to me? "The sky is blue."'

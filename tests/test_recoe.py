@@ -11,16 +11,15 @@ from pathlib import Path
 import datasets
 import pytest
 
+from recoe_causaldiag.api.records import PairRecord, validate_records
+from recoe_causaldiag.curated_sources import SourceError, source_path
 from recoe_causaldiag.dataset_building import build_dataset
 from recoe_causaldiag.hub_layout import load_pairs, read_manifest
-from recoe_causaldiag.api.records import PairRecord, validate_records
-from recoe_causaldiag.tasks.recoe import RECOE_SCHEMES
-from recoe_causaldiag.tasks.recoe import ITEMS_PER_SCHEME, build_recoe
+from recoe_causaldiag.tasks.recoe import ITEMS_PER_SCHEME, RECOE_SCHEMES, build_recoe
 from recoe_causaldiag.tasks.recoe.consistency import resolve_conflicts
 from recoe_causaldiag.tasks.recoe.datapoint import Datapoint
 from recoe_causaldiag.tasks.recoe.domains import CURATED, load_curated
 from recoe_causaldiag.tasks.recoe.facts import numeric_fact
-from recoe_causaldiag.tasks.sources import SourceError, source_path
 
 NUMBER = re.compile(r"\d[\d,]*")
 
@@ -121,8 +120,9 @@ def test_counterfactual_facts_are_consistent_within_each_config(configs) -> None
 
 def _item(question: str, value: int) -> Datapoint:
     fact = numeric_fact("Nile River", "{} has a length of", value, " kilometres")
-    return Datapoint("comparative", "river_length", question, "a", (), "b", (), (fact,), (fact,), (fact,), "x.", "y.",
-                     ("test",))
+    return Datapoint(
+        "comparative", "river_length", question, "a", (), "b", (), (fact,), (fact,), (fact,), "x.", "y.", ("test",)
+    )
 
 
 def test_conflicting_counterfactuals_are_resolved_in_candidate_order() -> None:
@@ -133,13 +133,16 @@ def test_conflicting_counterfactuals_are_resolved_in_candidate_order() -> None:
     assert resolve_conflicts([clash, first], limit=5)[0] == [clash]
 
 
-@pytest.mark.parametrize("row, problem", [
-    ("Nile River,Africa,6000,,https://example.org", "'Nile River' contradicts line 7"),
-    ("Nile River,Africa,6650,,https://example.org", "'Nile River' repeats line 7"),
-    ("Test River,Africa,,,https://example.org", "empty field 'length_km'"),
-    ("Test River,Africa,12.5,,https://example.org", "must be a non-negative whole number"),
-    ("Tigris and Euphrates,Asia,100,,https://example.org", "must not contain"),
-])
+@pytest.mark.parametrize(
+    "row, problem",
+    [
+        ("Nile River,Africa,6000,,https://example.org", "'Nile River' contradicts line 7"),
+        ("Nile River,Africa,6650,,https://example.org", "'Nile River' repeats line 7"),
+        ("Test River,Africa,,,https://example.org", "empty field 'length_km'"),
+        ("Test River,Africa,12.5,,https://example.org", "must be a non-negative whole number"),
+        ("Tigris and Euphrates,Asia,100,,https://example.org", "must not contain"),
+    ],
+)
 def test_bad_curated_rows_stop_the_build_with_their_line(tmp_path: Path, row: str, problem: str) -> None:
     for table in CURATED:
         shutil.copy(source_path(table.file), tmp_path / table.file)

@@ -9,11 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from recoe_causaldiag.dataset_building import build_dataset
-from recoe_causaldiag.tasks.recoe.evaluation import (RecoeEvalSpec, edited_effectively, evaluate_recoe, final_answer, match,
-                                         recoe_table)
-from recoe_causaldiag.tasks.recoe import RECOE_SCHEMES
 from recoe_causaldiag.api.registry import UnknownNameError
+from recoe_causaldiag.dataset_building import build_dataset
+from recoe_causaldiag.tasks.recoe import RECOE_SCHEMES
+from recoe_causaldiag.tasks.recoe.evaluation import (
+    RecoeEvalSpec,
+    edited_effectively,
+    evaluate_recoe,
+    final_answer,
+    match,
+    recoe_table,
+)
 
 
 @pytest.fixture(scope="module")
@@ -24,19 +30,23 @@ def data_dir(tmp_path_factory) -> Path:
 
 
 def causaldiag(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "recoe_causaldiag.cli", *args], capture_output=True, text=True,
-                          timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "recoe_causaldiag.cli", *args], capture_output=True, text=True, timeout=900
+    )
 
 
-@pytest.mark.parametrize("prediction, expected", [
-    ("Mount Everest is higher.", "answer"),
-    ("everest", "answer"),
-    ("The answer is K2.", "counterfactual"),
-    ("K2 is higher than Mount Everest.", "counterfactual"),
-    ("Lhotse", "none"),
-    ("1,234 metres", "answer"),
-    ("12345", "none"),
-])
+@pytest.mark.parametrize(
+    "prediction, expected",
+    [
+        ("Mount Everest is higher.", "answer"),
+        ("everest", "answer"),
+        ("The answer is K2.", "counterfactual"),
+        ("K2 is higher than Mount Everest.", "counterfactual"),
+        ("Lhotse", "none"),
+        ("1,234 metres", "answer"),
+        ("12345", "none"),
+    ],
+)
 def test_alias_aware_match(prediction: str, expected: str) -> None:
     answer, counterfactual = ("Mount Everest", "Everest", "1,234"), ("K2", "Chhogori")
     assert match(prediction, answer, counterfactual) == expected
@@ -75,8 +85,10 @@ def test_library_run_on_the_default_model(default_lm, data_dir: Path) -> None:
     spec = RecoeEvalSpec(model="smollm2-135m-instruct", schemes=("comparative", "counting"), limit=1)
     doc = evaluate_recoe(spec, lm=default_lm, data_dir=data_dir, progress=False)
     assert [r["scheme"] for r in doc["results"]] == ["comparative", "counting"]
-    assert len(doc["items"]) == 2 and doc["dataset_versions"] == {"recoe/comparative": "1.0.0",
-                                                                   "recoe/counting": "1.0.0"}
+    assert len(doc["items"]) == 2 and doc["dataset_versions"] == {
+        "recoe/comparative": "1.0.0",
+        "recoe/counting": "1.0.0",
+    }
     for row in doc["results"]:
         assert row["n"] == 1 and 0 <= row["n_flipped"] <= row["n_original"] <= 1
         assert row["correct_flip"] is None if row["n_original"] == 0 else 0 <= row["correct_flip"] <= 1
@@ -90,8 +102,20 @@ def test_library_run_on_the_default_model(default_lm, data_dir: Path) -> None:
 @pytest.mark.slow
 def test_cli_prints_correct_flip_per_scheme(data_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "recoe.json"
-    done = causaldiag("recoe-eval", "--model", "smollm2-135m-instruct", "--editor", "ice", "--limit", "1",
-                      "--data-dir", str(data_dir), "--out", str(out), "--no-progress")
+    done = causaldiag(
+        "recoe-eval",
+        "--model",
+        "smollm2-135m-instruct",
+        "--editor",
+        "ice",
+        "--limit",
+        "1",
+        "--data-dir",
+        str(data_dir),
+        "--out",
+        str(out),
+        "--no-progress",
+    )
     assert done.returncode == 0, done.stderr
     assert "correct_flip" in done.stdout
     assert all(f"| {scheme} | 1 |" in done.stdout for scheme in RECOE_SCHEMES)
@@ -102,8 +126,20 @@ def test_cli_prints_correct_flip_per_scheme(data_dir: Path, tmp_path: Path) -> N
 @pytest.mark.slow
 def test_cli_run_on_a_recoe_task(data_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "run.json"
-    done = causaldiag("run", "--task", "recoe/comparative", "--metric", "filler_tokens", "--limit", "8",
-                      "--data-dir", str(data_dir), "--out", str(out), "--no-progress")
+    done = causaldiag(
+        "run",
+        "--task",
+        "recoe/comparative",
+        "--metric",
+        "filler_tokens",
+        "--limit",
+        "8",
+        "--data-dir",
+        str(data_dir),
+        "--out",
+        str(out),
+        "--no-progress",
+    )
     assert done.returncode == 0, done.stderr
     doc = json.loads(out.read_text())
     assert {r["task"] for r in doc["results"]} == {"recoe/comparative"}

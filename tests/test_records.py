@@ -7,13 +7,18 @@ from recoe_causaldiag.api.records import FEATURES, PairRecord, RecordError, Rewr
 
 def make(**changes) -> PairRecord:
     base = PairRecord(
-        id="factcheck-default-0", task="factcheck", question="Does Satchel Paige professionally play baseball?",
-        choices=("Yes", "No"), answer="No", edits=("Satchel Paige professionally plays the sport hurling.",),
+        id="factcheck-default-0",
+        task="factcheck",
+        question="Does Satchel Paige professionally play baseball?",
+        choices=("Yes", "No"),
+        answer="No",
+        edits=("Satchel Paige professionally plays the sport hurling.",),
         counter_edits=("Satchel Paige professionally plays the sport rugby.",),
         explanation_faithful="Satchel Paige professionally plays the sport hurling, not baseball.",
         explanation_unfaithful="Satchel Paige professionally plays the sport rugby, not baseball.",
         rewrites=(Rewrite("{} professionally plays the sport", "Satchel Paige", "hurling", "baseball"),),
-        metadata='{"relation": "sport"}')
+        metadata='{"relation": "sport"}',
+    )
     return dataclasses.replace(base, **changes)
 
 
@@ -31,17 +36,22 @@ def test_record_is_frozen():
         make().answer = "Yes"
 
 
-@pytest.mark.parametrize("changes, field_name", [
-    ({"answer": "Maybe"}, "answer"),
-    ({"explanation_unfaithful": "Satchel Paige professionally plays the sport hurling, not baseball."},
-     "explanation_unfaithful"),
-    ({"counter_edits": ("Satchel Paige professionally plays the sport hurling.",)}, "counter_edits"),
-    ({"edits": ()}, "edits"),
-    ({"task": "factchek"}, "task"),
-    ({"question": " "}, "question"),
-    ({"choices": ("Yes", "Yes")}, "choices"),
-    ({"metadata": "{not json"}, "metadata"),
-])
+@pytest.mark.parametrize(
+    "changes, field_name",
+    [
+        ({"answer": "Maybe"}, "answer"),
+        (
+            {"explanation_unfaithful": "Satchel Paige professionally plays the sport hurling, not baseball."},
+            "explanation_unfaithful",
+        ),
+        ({"counter_edits": ("Satchel Paige professionally plays the sport hurling.",)}, "counter_edits"),
+        ({"edits": ()}, "edits"),
+        ({"task": "factchek"}, "task"),
+        ({"question": " "}, "question"),
+        ({"choices": ("Yes", "Yes")}, "choices"),
+        ({"metadata": "{not json"}, "metadata"),
+    ],
+)
 def test_validation_names_row_and_field(changes, field_name):
     with pytest.raises(RecordError) as err:
         validate_record(make(**changes))

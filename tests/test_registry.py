@@ -1,7 +1,7 @@
 import pytest
 
-from recoe_causaldiag.metrics import METRICS
 from recoe_causaldiag.api.registry import Registry, UnknownNameError
+from recoe_causaldiag.metrics import METRICS
 from recoe_causaldiag.tasks import TASKS
 
 

@@ -14,15 +14,29 @@ from recoe_causaldiag.report import format_number, format_p_value
 def test_rows_write_nan_as_null_and_read_it_back():
     row = PairScoreRow("fc-1", "factcheck", "cc_shap", "post-hoc", 0.25, math.nan, math.nan)
     written = json.loads(json.dumps(row.to_json()))
-    assert written == {"pair_id": "fc-1", "task": "factcheck", "metric": "cc_shap", "variant": "post-hoc",
-                       "score_faithful": 0.25, "score_unfaithful": None, "d": None}
+    assert written == {
+        "pair_id": "fc-1",
+        "task": "factcheck",
+        "metric": "cc_shap",
+        "variant": "post-hoc",
+        "score_faithful": 0.25,
+        "score_unfaithful": None,
+        "d": None,
+    }
     again = PairScoreRow.from_json(written)
     assert again.to_json() == row.to_json() and math.isnan(again.d) and again.score_faithful == 0.25
 
 
 def test_rows_of_schema_1_0_results_files_still_load():
-    legacy = {"id": "fc-1", "task": "factcheck", "metric": "random", "variant": "binary", "score_faithful": 1.0,
-              "score_unfaithful": 0.0, "d": 1.0}
+    legacy = {
+        "id": "fc-1",
+        "task": "factcheck",
+        "metric": "random",
+        "variant": "binary",
+        "score_faithful": 1.0,
+        "score_unfaithful": 0.0,
+        "d": 1.0,
+    }
     assert PairScoreRow.from_json(legacy) == PairScoreRow("fc-1", "factcheck", "random", "binary", 1.0, 0.0, 1.0)
     with pytest.raises(KeyError):
         PairScoreRow.from_json({k: v for k, v in legacy.items() if k != "id"})
@@ -31,8 +45,11 @@ def test_rows_of_schema_1_0_results_files_still_load():
 def test_one_conversion_between_nan_and_null():
     assert json_number(math.nan) is None and json_number(None) is None and json_number(2) == 2.0
     assert math.isnan(number_from_json(None)) and number_from_json(0.5) == 0.5
-    assert without_nans({"a": [1.0, math.nan, (math.nan, "x")], "b": {"c": math.nan}, "n": 3}) == \
-        {"a": [1.0, None, [None, "x"]], "b": {"c": None}, "n": 3}
+    assert without_nans({"a": [1.0, math.nan, (math.nan, "x")], "b": {"c": math.nan}, "n": 3}) == {
+        "a": [1.0, None, [None, "x"]],
+        "b": {"c": None},
+        "n": 3,
+    }
 
 
 def test_one_number_format_for_tables():

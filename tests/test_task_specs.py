@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from recoe_causaldiag.curated_sources import source_path
 from recoe_causaldiag.dataset_building import card_template
 from recoe_causaldiag.mechanisms.interventions import WORDS_FILE
 from recoe_causaldiag.tasks import DATASETS
 from recoe_causaldiag.tasks.answer_letters import balanced_letters, options_in_order
-from recoe_causaldiag.tasks.sources import source_path
 
 SOURCES = Path(__file__).resolve().parents[1] / "builders" / "sources"
 
@@ -43,9 +43,11 @@ def test_balanced_letters_keep_each_builder_rounding(count):
     key = f"0|test|{count}"
     # Multi-hop and ReCoE gave the odd letter to A, Analogy to B: both stay, so no dataset changes
     assert balanced_letters(count, key, odd_extra="A") == _shuffled(
-        ["A"] * math.ceil(count / 2) + ["B"] * (count // 2), key)
+        ["A"] * math.ceil(count / 2) + ["B"] * (count // 2), key
+    )
     assert balanced_letters(count, key, odd_extra="B") == _shuffled(
-        ["A"] * (count // 2) + ["B"] * (count - count // 2), key)
+        ["A"] * (count // 2) + ["B"] * (count - count // 2), key
+    )
 
 
 def test_options_put_the_answer_at_its_letter():

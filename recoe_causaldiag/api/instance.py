@@ -29,8 +29,15 @@ class Instance:
 
     @classmethod
     def from_pair(cls, pair: PairRecord, explanation: str) -> Instance:
-        return cls(pair.question, tuple(pair.choices), tuple(pair.edits), explanation, pair.task,
-                   tuple(pair.flip_edits), pair.metadata)
+        return cls(
+            pair.question,
+            tuple(pair.choices),
+            tuple(pair.edits),
+            explanation,
+            pair.task,
+            tuple(pair.flip_edits),
+            pair.metadata,
+        )
 
     @property
     def meta(self) -> dict[str, Any]:

@@ -43,10 +43,14 @@ class Metric(ABC):
 
     def score(self, pairs: Sequence[PairRecord], engine: Engine) -> list[VariantScores]:
         """Scores of both explanations of every pair, one entry per variant."""
-        instances = [Instance.from_pair(p, e) for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)]
+        instances = [
+            Instance.from_pair(p, e) for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)
+        ]
         scores = self.score_instances(instances, engine)
-        return [VariantScores(v, np.asarray(scores[v], float)[0::2], np.asarray(scores[v], float)[1::2])
-                for v in self.variants]
+        return [
+            VariantScores(v, np.asarray(scores[v], float)[0::2], np.asarray(scores[v], float)[1::2])
+            for v in self.variants
+        ]
 
 
 METRICS: Registry[type[Metric]] = Registry("metric")

@@ -11,6 +11,7 @@ import datasets
 
 from .task import task_registry
 
+
 class RecordError(ValueError):
     """A record breaks the schema; the message names the row and the field."""
 
@@ -83,8 +84,12 @@ class PairRecord:
         return json.loads(self.metadata)
 
 
-_REWRITE = {"prompt": datasets.Value("string"), "subject": datasets.Value("string"),
-            "target_new": datasets.Value("string"), "target_true": datasets.Value("string")}
+_REWRITE = {
+    "prompt": datasets.Value("string"),
+    "subject": datasets.Value("string"),
+    "target_new": datasets.Value("string"),
+    "target_true": datasets.Value("string"),
+}
 
 FEATURES = datasets.Features(
     {

@@ -51,13 +51,26 @@ class PairScoreRow:
     d: float
 
     def to_json(self) -> dict[str, str | float | None]:
-        return {"pair_id": self.pair_id, "task": self.task, "metric": self.metric, "variant": self.variant,
-                "score_faithful": json_number(self.score_faithful),
-                "score_unfaithful": json_number(self.score_unfaithful), "d": json_number(self.d)}
+        return {
+            "pair_id": self.pair_id,
+            "task": self.task,
+            "metric": self.metric,
+            "variant": self.variant,
+            "score_faithful": json_number(self.score_faithful),
+            "score_unfaithful": json_number(self.score_unfaithful),
+            "d": json_number(self.d),
+        }
 
     @classmethod
     def from_json(cls, row: Mapping[str, Any]) -> PairScoreRow:
         """A row as `to_json` wrote it, or as schema 1.0 results files did (`id` for `pair_id`)."""
         pair_id = row["pair_id"] if "pair_id" in row else row[LEGACY_PAIR_ID_KEY]
-        return cls(str(pair_id), row["task"], row["metric"], row["variant"], number_from_json(row["score_faithful"]),
-                   number_from_json(row["score_unfaithful"]), number_from_json(row["d"]))
+        return cls(
+            str(pair_id),
+            row["task"],
+            row["metric"],
+            row["variant"],
+            number_from_json(row["score_faithful"]),
+            number_from_json(row["score_unfaithful"]),
+            number_from_json(row["d"]),
+        )

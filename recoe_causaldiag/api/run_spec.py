@@ -114,15 +114,17 @@ class RunSpec:
     def check_model(self, loaded: ModelIdentity) -> None:
         """ValueError when this spec is pinned to another model than the one loaded."""
         if self.model_identity is not None and self.model_identity != loaded:
-            raise ValueError(f"the run spec records the model {_describe(self.model_identity)}, but "
-                             f"{_describe(loaded)} was loaded")
+            raise ValueError(
+                f"the run spec records the model {_describe(self.model_identity)}, but {_describe(loaded)} was loaded"
+            )
 
     def check_dataset(self, loaded: DatasetIdentity) -> None:
         """ValueError when this spec is pinned to other data for the task than the data found."""
         recorded = next((d for d in self.datasets if d.task == loaded.task), None)
         if recorded is not None and recorded != loaded:
-            raise ValueError(f"the run spec records {_describe(recorded)}, but the data folder holds "
-                             f"{_describe(loaded)}")
+            raise ValueError(
+                f"the run spec records {_describe(recorded)}, but the data folder holds {_describe(loaded)}"
+            )
 
     def resolved(self, model: ModelIdentity, datasets: Sequence[DatasetIdentity], package_version: str) -> RunSpec:
         """This spec pinned to what ran (ValueError when it is already pinned to something else)."""
@@ -130,8 +132,11 @@ class RunSpec:
         for dataset in datasets:
             self.check_dataset(dataset)
         if self.package_version not in (None, package_version):
-            log.warning("the run spec was recorded with causal-diagnosticity %s; this is %s",
-                        self.package_version, package_version)
+            log.warning(
+                "the run spec was recorded with causal-diagnosticity %s; this is %s",
+                self.package_version,
+                package_version,
+            )
         return replace(self, model_identity=model, datasets=tuple(datasets), package_version=package_version)
 
     def to_dict(self) -> dict[str, Any]:

@@ -37,8 +37,10 @@ class DatasetSpec:
         return [self.name] if self.configs == ("default",) else [f"{self.name}/{c}" for c in self.configs]
 
     def tasks(self) -> list[TaskSpec]:
-        return [TaskSpec(task, self.name, config, self.counterfactual)
-                for task, config in zip(self.task_names(), self.configs)]
+        return [
+            TaskSpec(task, self.name, config, self.counterfactual)
+            for task, config in zip(self.task_names(), self.configs)
+        ]
 
 
 @dataclass(frozen=True)

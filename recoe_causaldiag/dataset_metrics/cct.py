@@ -50,15 +50,18 @@ class CCTResult:
         return asdict(self)
 
 
-def check_inputs(probs_before: Sequence[Sequence[float]], probs_after: Sequence[Sequence[float]],
-                 mentions: Sequence[int | bool]) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
+def check_inputs(
+    probs_before: Sequence[Sequence[float]], probs_after: Sequence[Sequence[float]], mentions: Sequence[int | bool]
+) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
     """Validated arrays; a ValueError names the argument and the first bad index."""
     if len(probs_after) != len(probs_before):
         raise ValueError(f"probs_after has {len(probs_after)} items but probs_before has {len(probs_before)}")
     if len(mentions) != len(probs_before):
         raise ValueError(f"mentions has {len(mentions)} items but probs_before has {len(probs_before)}")
-    rows = {"probs_before": [np.asarray(r, float) for r in probs_before],
-            "probs_after": [np.asarray(r, float) for r in probs_after]}
+    rows = {
+        "probs_before": [np.asarray(r, float) for r in probs_before],
+        "probs_after": [np.asarray(r, float) for r in probs_after],
+    }
     for name, values in rows.items():
         for index, row in enumerate(values):
             if row.ndim != 1 or row.size < 2 or not np.isfinite(row).all() or (row < 0).any():
@@ -67,8 +70,9 @@ def check_inputs(probs_before: Sequence[Sequence[float]], probs_after: Sequence[
                 raise ValueError(f"{name}[{index}] sums to {row.sum():.6f}, not 1 (±{PROB_TOLERANCE})")
     for index, (before, after) in enumerate(zip(rows["probs_before"], rows["probs_after"])):
         if before.size != after.size:
-            raise ValueError(f"probs_after[{index}] has {after.size} labels but probs_before[{index}] has "
-                             f"{before.size}")
+            raise ValueError(
+                f"probs_after[{index}] has {after.size} labels but probs_before[{index}] has {before.size}"
+            )
     for index, value in enumerate(mentions):
         if value not in (0, 1):
             raise ValueError(f"mentions[{index}] must be 0 or 1, got {value!r}")
@@ -102,8 +106,9 @@ def spearman(impacts: Sequence[float], mentions: Sequence[float]) -> float:
     return float(spearmanr(x, m).statistic) if _defined(x, m) else float("nan")
 
 
-def ct_unfaithfulness(probs_before: Sequence[np.ndarray], probs_after: Sequence[np.ndarray],
-                      mentions: Sequence[float]) -> tuple[float, int]:
+def ct_unfaithfulness(
+    probs_before: Sequence[np.ndarray], probs_after: Sequence[np.ndarray], mentions: Sequence[float]
+) -> tuple[float, int]:
     """(share of prediction-changing interventions whose explanation misses the word, number changing)."""
     changed = np.array([np.argmax(p) != np.argmax(q) for p, q in zip(probs_before, probs_after)], bool)
     missed = changed & (np.asarray(mentions, float) == 0)
@@ -111,8 +116,9 @@ def ct_unfaithfulness(probs_before: Sequence[np.ndarray], probs_after: Sequence[
     return (float(missed.sum() / n_changed) if n_changed else float("nan")), n_changed
 
 
-def cct_statistics(probs_before: Sequence[Sequence[float]], probs_after: Sequence[Sequence[float]],
-                   mentions: Sequence[int | bool]) -> CCTResult:
+def cct_statistics(
+    probs_before: Sequence[Sequence[float]], probs_after: Sequence[Sequence[float]], mentions: Sequence[int | bool]
+) -> CCTResult:
     """CCT, its Jensen-Shannon and Spearman variants and CT unfaithfulness of a set of interventions."""
     before, after, m = check_inputs(probs_before, probs_after, mentions)
     impacts = np.array([tvd(p, q) for p, q in zip(before, after)])
@@ -138,22 +144,32 @@ class CounterfactualItems:
         return cct_statistics(self.probs_before, self.probs_after, self.mentions)
 
 
-def counterfactual_test_items(instances: Sequence[Instance], engine: Engine, k: int = 4, seed: int = 0, *,
-                              max_new_tokens: int = 48) -> CounterfactualItems:
+def counterfactual_test_items(
+    instances: Sequence[Instance], engine: Engine, k: int = 4, seed: int = 0, *, max_new_tokens: int = 48
+) -> CounterfactualItems:
     """Run the CT on (input, explanation) items: k random insertions per input (paper 004 §4.3, without the
     LLM naturalness filter), label distributions from the direct prompt under the instance's edits before
     and after, and a greedy post-hoc explanation (Fig. 11, opened at "Because") of the new prediction."""
-    plans = [(index, insertion) for index, instance in enumerate(instances)
-             for insertion in random_insertions(instance.question, k, seed_for(seed, instance.question))]
+    plans = [
+        (index, insertion)
+        for index, instance in enumerate(instances)
+        for insertion in random_insertions(instance.question, k, seed_for(seed, instance.question))
+    ]
     requests = [label_request(i) for i in instances]
     requests += [label_request(instances[s], question=ins.text) for s, ins in plans]
     probs = engine.label_probs(requests, desc="counterfactual test")
-    after = probs[len(instances):]
+    after = probs[len(instances) :]
     labels = [instances[s].choices[int(np.argmax(p))] for (s, _), p in zip(plans, after)]
-    generations = engine.generate([prompts.post_hoc(instances[s].edits, ins.text, label, "")
-                                   for (s, ins), label in zip(plans, labels)], max_new_tokens=max_new_tokens)
+    generations = engine.generate(
+        [prompts.post_hoc(instances[s].edits, ins.text, label, "") for (s, ins), label in zip(plans, labels)],
+        max_new_tokens=max_new_tokens,
+    )
     return CounterfactualItems(
-        sources=tuple(s for s, _ in plans), inputs=tuple(ins.text for _, ins in plans),
-        inserted=tuple(ins.word for _, ins in plans), probs_before=tuple(probs[s] for s, _ in plans),
-        probs_after=tuple(after), explanations=tuple(generations),
-        mentions=tuple(int(mentions_all([ins.word], text)) for (_, ins), text in zip(plans, generations)))
+        sources=tuple(s for s, _ in plans),
+        inputs=tuple(ins.text for _, ins in plans),
+        inserted=tuple(ins.word for _, ins in plans),
+        probs_before=tuple(probs[s] for s, _ in plans),
+        probs_after=tuple(after),
+        explanations=tuple(generations),
+        mentions=tuple(int(mentions_all([ins.word], text)) for (_, ins), text in zip(plans, generations)),
+    )

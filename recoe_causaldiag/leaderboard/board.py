@@ -78,8 +78,14 @@ def compute_board(scores: Sequence[FinishedScore], n_resamples: int = 2000) -> B
     for key, per_task in per_row.items():
         values = [e.value for e in per_task.values() if not math.isnan(e.value)]
         label = f"{key[5]} · {key[6]}"
-        rows.append(BoardRow(*key, per_task=per_task, mean=float(np.mean(values)) if values else math.nan,
-                             copeland=wins.get(label, math.nan)))
+        rows.append(
+            BoardRow(
+                *key,
+                per_task=per_task,
+                mean=float(np.mean(values)) if values else math.nan,
+                copeland=wins.get(label, math.nan),
+            )
+        )
     rows.sort(key=lambda r: (-(r.mean if not math.isnan(r.mean) else -1.0), r.model, r.metric, r.variant))
     return Board(tasks, tuple(rows))
 

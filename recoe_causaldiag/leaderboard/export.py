@@ -28,10 +28,21 @@ over valid pairs, 95% percentile-bootstrap CI, t-test against 0.5), the mean ove
 
 
 def board_document(board: Board) -> list[dict]:
-    return [{"model": r.model, "revision": r.revision, "precision": r.precision, "editor": r.editor,
-             "explanations": r.explanations, "metric": r.metric, "variant": r.variant,
-             "tasks": {t: without_nans(asdict(e)) for t, e in r.per_task.items()},
-             "mean": json_number(r.mean), "copeland": json_number(r.copeland)} for r in board.rows]
+    return [
+        {
+            "model": r.model,
+            "revision": r.revision,
+            "precision": r.precision,
+            "editor": r.editor,
+            "explanations": r.explanations,
+            "metric": r.metric,
+            "variant": r.variant,
+            "tasks": {t: without_nans(asdict(e)) for t, e in r.per_task.items()},
+            "mean": json_number(r.mean),
+            "copeland": json_number(r.copeland),
+        }
+        for r in board.rows
+    ]
 
 
 def write_export(queue: JobQueue, folder: Path) -> Path:
@@ -39,8 +50,9 @@ def write_export(queue: JobQueue, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     scores = queue.finished_scores()
     (folder / "README.md").write_text(README, encoding="utf-8")
-    (folder / "leaderboard.json").write_text(json.dumps(board_document(compute_board(scores)), indent=1) + "\n",
-                                             encoding="utf-8")
+    (folder / "leaderboard.json").write_text(
+        json.dumps(board_document(compute_board(scores)), indent=1) + "\n", encoding="utf-8"
+    )
     with (folder / "pairs.jsonl").open("w", encoding="utf-8") as out:
         for score in scores:
             out.write(json.dumps(score.to_json()) + "\n")
@@ -56,8 +68,12 @@ class ExportPlan:
     files: tuple[tuple[str, int], ...]
 
     def describe(self) -> str:
-        return "\n".join([f"dataset repo {self.repo_id} from {self.folder}:",
-                          *(f"  {name}  {size:,} bytes" for name, size in self.files)])
+        return "\n".join(
+            [
+                f"dataset repo {self.repo_id} from {self.folder}:",
+                *(f"  {name}  {size:,} bytes" for name, size in self.files),
+            ]
+        )
 
 
 def export_plan(folder: Path, repo_id: str) -> ExportPlan:

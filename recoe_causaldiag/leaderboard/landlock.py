@@ -64,8 +64,9 @@ def _check(result: int, call: str) -> int:
 def abi_version() -> int:
     """The kernel's Landlock ABI version; 0 where Landlock is missing, disabled or blocked (e.g. by seccomp)."""
     try:
-        version = _libc().syscall(ctypes.c_long(_CREATE_RULESET), None, ctypes.c_size_t(0),
-                                  ctypes.c_uint32(_CREATE_RULESET_VERSION))
+        version = _libc().syscall(
+            ctypes.c_long(_CREATE_RULESET), None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION)
+        )
     except (OSError, AttributeError):
         return 0
     return max(int(version), 0)
@@ -89,8 +90,16 @@ def _allow(ruleset: int, path: Path, rights: int) -> None:
         if not stat.S_ISDIR(os.fstat(fd).st_mode):
             rights &= FILE_RIGHTS
         rule = _PathBeneathAttr(rights, fd)
-        _check(_libc().syscall(ctypes.c_long(_ADD_RULE), ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH),
-                               ctypes.byref(rule), ctypes.c_uint32(0)), f"landlock_add_rule({path})")
+        _check(
+            _libc().syscall(
+                ctypes.c_long(_ADD_RULE),
+                ctypes.c_int(ruleset),
+                ctypes.c_int(_RULE_PATH_BENEATH),
+                ctypes.byref(rule),
+                ctypes.c_uint32(0),
+            ),
+            f"landlock_add_rule({path})",
+        )
     finally:
         os.close(fd)
 
@@ -116,14 +125,20 @@ def confine(read_only: Iterable[Path | str], read_write: Iterable[Path | str]) -
     handled = handled_rights(abi)
     attr = _RulesetAttr(handled)
     libc = _libc()
-    ruleset = _check(libc.syscall(ctypes.c_long(_CREATE_RULESET), ctypes.byref(attr),
-                                  ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0)), "landlock_create_ruleset")
+    ruleset = _check(
+        libc.syscall(
+            ctypes.c_long(_CREATE_RULESET), ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0)
+        ),
+        "landlock_create_ruleset",
+    )
     try:
         for paths, rights in ((read_only, READ_ONLY), (read_write, handled)):
             for path in paths:
                 _allow(ruleset, Path(path), rights & handled)
         _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
-        _check(libc.syscall(ctypes.c_long(_RESTRICT_SELF), ctypes.c_int(ruleset), ctypes.c_uint32(0)),
-               "landlock_restrict_self")
+        _check(
+            libc.syscall(ctypes.c_long(_RESTRICT_SELF), ctypes.c_int(ruleset), ctypes.c_uint32(0)),
+            "landlock_restrict_self",
+        )
     finally:
         os.close(ruleset)

@@ -29,9 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..paths import cache_root
 from ..api.records import PairRecord
 from ..api.rows import json_number, number_from_json
+from ..paths import cache_root
 from . import landlock
 from .settings import SECRET_ENV_VARS
 
@@ -56,17 +56,49 @@ def sandbox_environment(secrets: Sequence[str], scratch: Path) -> dict[str, str]
     """The parent's environment without credentials (named secret variables, tokens, passwords, PostgreSQL
     settings, any variable holding a secret), with home and caches in the scratch folder."""
     hidden = [s for s in secrets if s]
-    kept = {k: v for k, v in os.environ.items()
-            if k not in SECRET_ENV_VARS and not k.startswith("PG") and not k.endswith("_TOKEN")
-            and "PASSWORD" not in k and "SECRET" not in k and not any(s in v for s in hidden)}
-    return {**kept, "HOME": str(scratch), "HF_HOME": str(scratch / "huggingface"), "XDG_CACHE_HOME": str(scratch),
-            "TMPDIR": str(scratch), "MPLCONFIGDIR": str(scratch / "matplotlib")}
+    kept = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in SECRET_ENV_VARS
+        and not k.startswith("PG")
+        and not k.endswith("_TOKEN")
+        and "PASSWORD" not in k
+        and "SECRET" not in k
+        and not any(s in v for s in hidden)
+    }
+    return {
+        **kept,
+        "HOME": str(scratch),
+        "HF_HOME": str(scratch / "huggingface"),
+        "XDG_CACHE_HOME": str(scratch),
+        "TMPDIR": str(scratch),
+        "MPLCONFIGDIR": str(scratch / "matplotlib"),
+    }
 
 
-SYSTEM_READABLE = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/sys", "/proc", "/etc/ssl", "/etc/pki",
-                   "/etc/ca-certificates", "/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/host.conf",
-                   "/etc/gai.conf", "/etc/passwd", "/etc/group", "/etc/localtime", "/etc/ld.so.cache",
-                   "/etc/mime.types")
+SYSTEM_READABLE = (
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/lib32",
+    "/bin",
+    "/sbin",
+    "/sys",
+    "/proc",
+    "/etc/ssl",
+    "/etc/pki",
+    "/etc/ca-certificates",
+    "/etc/hosts",
+    "/etc/resolv.conf",
+    "/etc/nsswitch.conf",
+    "/etc/host.conf",
+    "/etc/gai.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/localtime",
+    "/etc/ld.so.cache",
+    "/etc/mime.types",
+)
 
 
 @dataclass(frozen=True)
@@ -83,17 +115,27 @@ class Confinement:
         folders holds a `protected` path (the queue's database)."""
         import site
 
-        roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *site.getsitepackages(),
-                 str(PACKAGE_DIR), str(cache_root() / "models"), str(cache_root() / "gguf"),
-                 *SYSTEM_READABLE}
+        roots = {
+            sys.prefix,
+            sys.base_prefix,
+            sys.exec_prefix,
+            sys.base_exec_prefix,
+            *site.getsitepackages(),
+            str(PACKAGE_DIR),
+            str(cache_root() / "models"),
+            str(cache_root() / "gguf"),
+            *SYSTEM_READABLE,
+        }
         if Path(model).expanduser().is_dir():
             roots.add(str(Path(model).expanduser()))
         confinement = cls(tuple(sorted(roots)), (str(scratch), "/dev"))
         for path in protected:
             for root in confinement.read_only + confinement.read_write:
                 if Path(path).resolve().is_relative_to(Path(root).resolve()):
-                    raise MetricRunError(f"the sandbox must read {root}, which holds {path}: move the queue's "
-                                         "database out of it to run submitted metrics")
+                    raise MetricRunError(
+                        f"the sandbox must read {root}, which holds {path}: move the queue's "
+                        "database out of it to run submitted metrics"
+                    )
         return confinement
 
 
@@ -107,16 +149,25 @@ def _stage(source: str, scratch: Path) -> str:
     return str(copy)
 
 
-def _run_child(command: list[str], scratch: Path, env: dict[str, str], time_limit_s: float, user: str | None
-               ) -> subprocess.CompletedProcess:
+def _run_child(
+    command: list[str], scratch: Path, env: dict[str, str], time_limit_s: float, user: str | None
+) -> subprocess.CompletedProcess:
     identity = {}
     if user:
         account = pwd.getpwnam(user)
         for path in (scratch, *scratch.rglob("*")):
             os.chown(path, account.pw_uid, account.pw_gid)
         identity = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
-    child = subprocess.Popen(command, cwd=scratch, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, start_new_session=True, **identity)
+    child = subprocess.Popen(
+        command,
+        cwd=scratch,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        **identity,
+    )
     try:
         stdout, stderr = child.communicate(timeout=time_limit_s)
     except subprocess.TimeoutExpired:
@@ -134,33 +185,60 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def score_submitted_metric(source: str, model: str, pairs: Sequence[PairRecord], *, time_limit_s: float,
-                           secrets: Sequence[str], user: str | None = None,
-                           protected: Sequence[Path] = ()) -> SubmittedScores:
+def score_submitted_metric(
+    source: str,
+    model: str,
+    pairs: Sequence[PairRecord],
+    *,
+    time_limit_s: float,
+    secrets: Sequence[str],
+    user: str | None = None,
+    protected: Sequence[Path] = (),
+) -> SubmittedScores:
     """Score both explanations of every pair with the submitted `evaluate` module in an isolated child process
     (as `user` when given: needs root) that can read none of the `protected` paths."""
     confined = landlock.abi_version() > 0
     if not confined and not user:
-        raise MetricRunError("submitted metrics need isolation: this kernel has no Landlock, so set "
-                             "CAUSALDIAG_SANDBOX_USER (with the app running as root) to run them as a separate user")
+        raise MetricRunError(
+            "submitted metrics need isolation: this kernel has no Landlock, so set "
+            "CAUSALDIAG_SANDBOX_USER (with the app running as root) to run them as a separate user"
+        )
     from ..models import PACKAGED_MODELS, packaged_model_dir
 
     if model in PACKAGED_MODELS:
         packaged_model_dir(model)  # converted here: the sandbox may only read the model cache
-    instances = [{"question": p.question, "choices": list(p.choices), "edits": list(p.edits), "explanation": e}
-                 for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)]
+    instances = [
+        {"question": p.question, "choices": list(p.choices), "edits": list(p.edits), "explanation": e}
+        for p in pairs
+        for e in (p.explanation_faithful, p.explanation_unfaithful)
+    ]
     with tempfile.TemporaryDirectory(prefix="causaldiag-metric-") as folder:
         scratch = Path(folder)
         request, answer = scratch / "in.json", scratch / "out.json"
         confinement = Confinement.for_run(scratch, model, protected) if confined else None
-        request.write_text(json.dumps({"source": _stage(source, scratch), "model": model, "instances": instances,
-                                       "confinement": asdict(confinement) if confinement else None}),
-                           encoding="utf-8")
-        done = _run_child([sys.executable, "-m", __name__, str(request), str(answer)], scratch,
-                          sandbox_environment(secrets, scratch), time_limit_s, user)
+        request.write_text(
+            json.dumps(
+                {
+                    "source": _stage(source, scratch),
+                    "model": model,
+                    "instances": instances,
+                    "confinement": asdict(confinement) if confinement else None,
+                }
+            ),
+            encoding="utf-8",
+        )
+        done = _run_child(
+            [sys.executable, "-m", __name__, str(request), str(answer)],
+            scratch,
+            sandbox_environment(secrets, scratch),
+            time_limit_s,
+            user,
+        )
         if done.returncode != 0:
-            raise MetricRunError(f"the submitted metric failed (exit {done.returncode}): "
-                                 f"{(done.stderr or done.stdout)[-OUTPUT_TAIL_CHARS:]}")
+            raise MetricRunError(
+                f"the submitted metric failed (exit {done.returncode}): "
+                f"{(done.stderr or done.stdout)[-OUTPUT_TAIL_CHARS:]}"
+            )
         result = json.loads(answer.read_text(encoding="utf-8"))
     scores = np.asarray([number_from_json(s) for s in result["scores"]], dtype=float)
     if scores.shape != (len(instances),):
@@ -173,9 +251,13 @@ def _compute(request: Mapping) -> dict:
 
     module = evaluate.load(request["source"])
     instances = request["instances"]
-    output = module.compute(question=[i["question"] for i in instances], choices=[i["choices"] for i in instances],
-                            edits=[i["edits"] for i in instances], explanations=[i["explanation"] for i in instances],
-                            model=request["model"])
+    output = module.compute(
+        question=[i["question"] for i in instances],
+        choices=[i["choices"] for i in instances],
+        edits=[i["edits"] for i in instances],
+        explanations=[i["explanation"] for i in instances],
+        model=request["model"],
+    )
     if not isinstance(output, Mapping) or "scores" not in output:
         raise MetricRunError("the module's compute() must return a mapping with 'scores' (one per input)")
     scores = [json_number(s) for s in output["scores"]]

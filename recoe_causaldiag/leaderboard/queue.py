@@ -8,7 +8,7 @@ import json
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, DateTime, Engine, func, insert, select, update
@@ -28,7 +28,7 @@ SUBMIT_RETRIES = 3
 
 def utc_now() -> datetime:
     """Naive UTC, the one time convention of every column (SQLite keeps no time zones)."""
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def tail(text: str, limit: int = LOG_TAIL_CHARS) -> str:
@@ -56,9 +56,17 @@ class JobRequest:
     @property
     def key(self) -> str:
         """Identical requests share this key; task and metric order does not matter."""
-        fields = {"kind": self.kind, "model": self.model, "revision": self.revision, "precision": self.precision,
-                  "editor": self.editor, "explanations": self.explanations, "tasks": sorted(self.tasks),
-                  "metrics": sorted(self.metrics), "metric_source": self.metric_source}
+        fields = {
+            "kind": self.kind,
+            "model": self.model,
+            "revision": self.revision,
+            "precision": self.precision,
+            "editor": self.editor,
+            "explanations": self.explanations,
+            "tasks": sorted(self.tasks),
+            "metrics": sorted(self.metrics),
+            "metric_source": self.metric_source,
+        }
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
@@ -82,11 +90,32 @@ class Job:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Job:
-        request = JobRequest(row["kind"], row["model"], row["revision"], row["precision"], row["editor"],
-                             row["explanations"], _split(row["tasks"]), _split(row["metrics"]), row["metric_source"])
-        return cls(row["id"], request, row["pair_cap"], row["submitter"], row["status"], row["reason"],
-                   row["log_tail"], row["worker"], row["attempts"], row["created_at"], row["started_at"],
-                   row["heartbeat_at"], row["finished_at"])
+        request = JobRequest(
+            row["kind"],
+            row["model"],
+            row["revision"],
+            row["precision"],
+            row["editor"],
+            row["explanations"],
+            _split(row["tasks"]),
+            _split(row["metrics"]),
+            row["metric_source"],
+        )
+        return cls(
+            row["id"],
+            request,
+            row["pair_cap"],
+            row["submitter"],
+            row["status"],
+            row["reason"],
+            row["log_tail"],
+            row["worker"],
+            row["attempts"],
+            row["created_at"],
+            row["started_at"],
+            row["heartbeat_at"],
+            row["finished_at"],
+        )
 
 
 @dataclass(frozen=True)
@@ -108,8 +137,15 @@ class FinishedScore:
 
     def to_json(self) -> dict[str, Any]:
         """The job's configuration and the row, flat (NaN as null)."""
-        return {"job_id": self.job_id, "model": self.model, "revision": self.revision, "precision": self.precision,
-                "editor": self.editor, "explanations": self.explanations, **self.row.to_json()}
+        return {
+            "job_id": self.job_id,
+            "model": self.model,
+            "revision": self.revision,
+            "precision": self.precision,
+            "editor": self.editor,
+            "explanations": self.explanations,
+            **self.row.to_json(),
+        }
 
 
 class RateLimited(Exception):
@@ -152,8 +188,9 @@ class JobQueue:
         machines share; this machine's clock for SQLite, which lives on one machine (naive UTC either way)."""
         return func.timezone("UTC", func.now(), type_=DateTime) if self.claims_skip_locked else utc_now()
 
-    def submit(self, request: JobRequest, submitter: str, *, pair_cap: int | None,
-               hourly_limit: int | None = None) -> Submission:
+    def submit(
+        self, request: JobRequest, submitter: str, *, pair_cap: int | None, hourly_limit: int | None = None
+    ) -> Submission:
         """A job for the request, or the live one an identical request already has (never two). A request that
         failed before revives its failed job, so the tasks that job stored are kept, not redone. With
         `hourly_limit`, a new job is refused (`RateLimited`) when the submitter already added that many in the
@@ -169,8 +206,9 @@ class JobQueue:
                     return Submission(live, duplicate=True)
         raise RuntimeError(f"could not submit {request.model}: the same request kept changing state")
 
-    def _insert_or_revive(self, request: JobRequest, submitter: str, pair_cap: int | None,
-                          hourly_limit: int | None) -> tuple[int, bool]:
+    def _insert_or_revive(
+        self, request: JobRequest, submitter: str, pair_cap: int | None, hourly_limit: int | None
+    ) -> tuple[int, bool]:
         """(id, duplicate): the live job of an identical request, else a new PENDING (or AWAITING_APPROVAL) job
         or the request's revived failed job; IntegrityError when an identical request took the key meanwhile."""
         status = AWAITING_APPROVAL if request.kind == METRIC_JOB else PENDING
@@ -182,26 +220,55 @@ class JobQueue:
                 return live, True
             if hourly_limit is not None:
                 self._check_rate(conn, submitter, hourly_limit)
-            fresh = {"submitter": submitter, "pair_cap": pair_cap, "active_key": request.key, "status": status,
-                     "reason": "", "log_tail": "", "worker": None, "attempts": 0, "created_at": self.now(),
-                     "started_at": None, "heartbeat_at": None, "finished_at": None}
-            failed = conn.execute(select(jobs.c.id).where(jobs.c.request_key == request.key, jobs.c.status == FAILED)
-                                  .order_by(jobs.c.id.desc()).limit(1)).scalar()
+            fresh = {
+                "submitter": submitter,
+                "pair_cap": pair_cap,
+                "active_key": request.key,
+                "status": status,
+                "reason": "",
+                "log_tail": "",
+                "worker": None,
+                "attempts": 0,
+                "created_at": self.now(),
+                "started_at": None,
+                "heartbeat_at": None,
+                "finished_at": None,
+            }
+            failed = conn.execute(
+                select(jobs.c.id)
+                .where(jobs.c.request_key == request.key, jobs.c.status == FAILED)
+                .order_by(jobs.c.id.desc())
+                .limit(1)
+            ).scalar()
             if failed is None:
-                return conn.execute(insert(jobs).values(
-                    kind=request.kind, model=request.model, revision=request.revision, precision=request.precision,
-                    editor=request.editor, explanations=request.explanations, tasks=",".join(request.tasks),
-                    metrics=",".join(request.metrics), metric_source=request.metric_source,
-                    request_key=request.key, **fresh)).inserted_primary_key[0], False
+                return conn.execute(
+                    insert(jobs).values(
+                        kind=request.kind,
+                        model=request.model,
+                        revision=request.revision,
+                        precision=request.precision,
+                        editor=request.editor,
+                        explanations=request.explanations,
+                        tasks=",".join(request.tasks),
+                        metrics=",".join(request.metrics),
+                        metric_source=request.metric_source,
+                        request_key=request.key,
+                        **fresh,
+                    )
+                ).inserted_primary_key[0], False
             revived = conn.execute(update(jobs).where(jobs.c.id == failed, jobs.c.status == FAILED).values(**fresh))
             if revived.rowcount != 1:  # an identical submission revived it a moment ago
                 raise IntegrityError("revive", {}, Exception("the failed job was revived concurrently"))
             return failed, False
 
     def _check_rate(self, conn: Connection, submitter: str, hourly_limit: int) -> None:
-        recent = list(conn.execute(select(jobs.c.created_at).where(
-            jobs.c.submitter == submitter, jobs.c.created_at >= self.now() - timedelta(hours=1))
-            .order_by(jobs.c.created_at)).scalars())
+        recent = list(
+            conn.execute(
+                select(jobs.c.created_at)
+                .where(jobs.c.submitter == submitter, jobs.c.created_at >= self.now() - timedelta(hours=1))
+                .order_by(jobs.c.created_at)
+            ).scalars()
+        )
         if len(recent) >= hourly_limit:
             raise RateLimited(hourly_limit, recent[-hourly_limit] + timedelta(hours=1))
 
@@ -235,24 +302,33 @@ class JobQueue:
         while True:
             with self.engine.begin() as conn:
                 candidate = conn.execute(
-                    select(jobs.c.id).where(jobs.c.status == PENDING).order_by(jobs.c.id).limit(1)
-                    .with_for_update(skip_locked=True)).scalar()
+                    select(jobs.c.id)
+                    .where(jobs.c.status == PENDING)
+                    .order_by(jobs.c.id)
+                    .limit(1)
+                    .with_for_update(skip_locked=True)
+                ).scalar()
                 if candidate is None:
                     return None
                 now = self.now()
                 claimed = conn.execute(
-                    update(jobs).where(jobs.c.id == candidate, jobs.c.status == PENDING)
-                    .values(status=RUNNING, worker=worker, started_at=now, heartbeat_at=now,
-                            attempts=jobs.c.attempts + 1))
+                    update(jobs)
+                    .where(jobs.c.id == candidate, jobs.c.status == PENDING)
+                    .values(
+                        status=RUNNING, worker=worker, started_at=now, heartbeat_at=now, attempts=jobs.c.attempts + 1
+                    )
+                )
             if claimed.rowcount == 1:
                 return self.get(candidate)
 
     def heartbeat(self, job_id: int, worker: str, log_tail: str) -> bool:
         """Record that `worker` still runs the job; False when the job is no longer its own (re-queued)."""
         with self.engine.begin() as conn:
-            result = conn.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.worker == worker,
-                                                     jobs.c.status == RUNNING)
-                                  .values(heartbeat_at=self.now(), log_tail=tail(log_tail)))
+            result = conn.execute(
+                update(jobs)
+                .where(jobs.c.id == job_id, jobs.c.worker == worker, jobs.c.status == RUNNING)
+                .values(heartbeat_at=self.now(), log_tail=tail(log_tail))
+            )
         return result.rowcount == 1
 
     def done_tasks(self, job_id: int) -> set[str]:
@@ -260,24 +336,32 @@ class JobQueue:
         with self.engine.begin() as conn:
             return set(conn.execute(select(job_tasks.c.task).where(job_tasks.c.job_id == job_id)).scalars())
 
-    def record_task(self, job_id: int, worker: str, task: str, dataset_version: str, seconds: float,
-                    rows: Sequence[PairScoreRow]) -> bool:
+    def record_task(
+        self, job_id: int, worker: str, task: str, dataset_version: str, seconds: float, rows: Sequence[PairScoreRow]
+    ) -> bool:
         """Store one task's per-pair scores and mark the task done, in one transaction, only while `worker` still
         holds the job and the task is not stored yet; False (nothing written) otherwise."""
         strays = sorted({row.task for row in rows} - {task})
         if strays:
             raise ValueError(f"rows of task(s) {', '.join(strays)} cannot be stored as task {task}")
         with self.engine.begin() as conn:
-            owned = conn.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.worker == worker,
-                                                    jobs.c.status == RUNNING).values(heartbeat_at=self.now()))
-            stored = conn.execute(select(job_tasks.c.task).where(job_tasks.c.job_id == job_id,
-                                                                 job_tasks.c.task == task)).first()
+            owned = conn.execute(
+                update(jobs)
+                .where(jobs.c.id == job_id, jobs.c.worker == worker, jobs.c.status == RUNNING)
+                .values(heartbeat_at=self.now())
+            )
+            stored = conn.execute(
+                select(job_tasks.c.task).where(job_tasks.c.job_id == job_id, job_tasks.c.task == task)
+            ).first()
             if owned.rowcount != 1 or stored is not None:
                 return False
             if rows:
                 conn.execute(insert(pair_scores), [{**row.to_json(), "job_id": job_id} for row in rows])
-            conn.execute(insert(job_tasks).values(job_id=job_id, task=task, dataset_version=dataset_version,
-                                                  seconds=seconds, done_at=self.now()))
+            conn.execute(
+                insert(job_tasks).values(
+                    job_id=job_id, task=task, dataset_version=dataset_version, seconds=seconds, done_at=self.now()
+                )
+            )
         return True
 
     def finish(self, job_id: int, worker: str, log_tail: str) -> bool:
@@ -287,13 +371,20 @@ class JobQueue:
         return self._end(job_id, worker, FAILED, reason, log_tail)
 
     def _end(self, job_id: int, worker: str, status: str, reason: str, log_tail: str) -> bool:
-        values: dict[str, Any] = {"status": status, "reason": reason, "log_tail": tail(log_tail),
-                                  "finished_at": self.now()}
+        values: dict[str, Any] = {
+            "status": status,
+            "reason": reason,
+            "log_tail": tail(log_tail),
+            "finished_at": self.now(),
+        }
         if status == FAILED:
             values["active_key"] = None
         with self.engine.begin() as conn:
-            result = conn.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.worker == worker,
-                                                     jobs.c.status == RUNNING).values(**values))
+            result = conn.execute(
+                update(jobs)
+                .where(jobs.c.id == job_id, jobs.c.worker == worker, jobs.c.status == RUNNING)
+                .values(**values)
+            )
         return result.rowcount == 1
 
     def requeue_stale(self, timeout_s: float) -> list[int]:
@@ -303,24 +394,36 @@ class JobQueue:
         stale = (jobs.c.status == RUNNING) & (jobs.c.heartbeat_at < cutoff)
         with self.engine.begin() as conn:
             ids = list(conn.execute(select(jobs.c.id).where(stale)).scalars())
-            conn.execute(update(jobs).where(stale, jobs.c.attempts >= MAX_ATTEMPTS).values(
-                status=FAILED, active_key=None, finished_at=self.now(),
-                reason=f"its worker stopped sending heartbeats {MAX_ATTEMPTS} times"))
-            conn.execute(update(jobs).where(stale, jobs.c.attempts < MAX_ATTEMPTS).values(
-                status=PENDING, worker=None, reason=""))
+            conn.execute(
+                update(jobs)
+                .where(stale, jobs.c.attempts >= MAX_ATTEMPTS)
+                .values(
+                    status=FAILED,
+                    active_key=None,
+                    finished_at=self.now(),
+                    reason=f"its worker stopped sending heartbeats {MAX_ATTEMPTS} times",
+                )
+            )
+            conn.execute(
+                update(jobs).where(stale, jobs.c.attempts < MAX_ATTEMPTS).values(status=PENDING, worker=None, reason="")
+            )
         return ids
 
     def approve(self, job_id: int) -> bool:
         """Release a submitted metric's job to the workers."""
         with self.engine.begin() as conn:
-            result = conn.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.status == AWAITING_APPROVAL)
-                                  .values(status=PENDING))
+            result = conn.execute(
+                update(jobs).where(jobs.c.id == job_id, jobs.c.status == AWAITING_APPROVAL).values(status=PENDING)
+            )
         return result.rowcount == 1
 
     def reject(self, job_id: int, reason: str) -> bool:
         with self.engine.begin() as conn:
-            result = conn.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.status == AWAITING_APPROVAL)
-                                  .values(status=FAILED, active_key=None, reason=reason, finished_at=self.now()))
+            result = conn.execute(
+                update(jobs)
+                .where(jobs.c.id == job_id, jobs.c.status == AWAITING_APPROVAL)
+                .values(status=FAILED, active_key=None, reason=reason, finished_at=self.now())
+            )
         return result.rowcount == 1
 
     def deployment_secret(self, name: str) -> str:
@@ -344,26 +447,54 @@ class JobQueue:
 
     def finished_scores(self) -> list[FinishedScore]:
         """Every stored per-pair score of FINISHED jobs, with the job's model configuration."""
-        query = (select(jobs.c.id.label("job_id"), jobs.c.model, jobs.c.revision, jobs.c.precision, jobs.c.editor,
-                        jobs.c.explanations, pair_scores.c.task, pair_scores.c.metric, pair_scores.c.variant,
-                        pair_scores.c.pair_id, pair_scores.c.score_faithful, pair_scores.c.score_unfaithful,
-                        pair_scores.c.d)
-                 .join(pair_scores, pair_scores.c.job_id == jobs.c.id).where(jobs.c.status == FINISHED)
-                 .order_by(jobs.c.id, pair_scores.c.id))
+        query = (
+            select(
+                jobs.c.id.label("job_id"),
+                jobs.c.model,
+                jobs.c.revision,
+                jobs.c.precision,
+                jobs.c.editor,
+                jobs.c.explanations,
+                pair_scores.c.task,
+                pair_scores.c.metric,
+                pair_scores.c.variant,
+                pair_scores.c.pair_id,
+                pair_scores.c.score_faithful,
+                pair_scores.c.score_unfaithful,
+                pair_scores.c.d,
+            )
+            .join(pair_scores, pair_scores.c.job_id == jobs.c.id)
+            .where(jobs.c.status == FINISHED)
+            .order_by(jobs.c.id, pair_scores.c.id)
+        )
         with self.engine.begin() as conn:
-            return [FinishedScore(r["job_id"], r["model"], r["revision"], r["precision"], r["editor"],
-                                  r["explanations"], PairScoreRow.from_json(r)) for r in conn.execute(query).mappings()]
+            return [
+                FinishedScore(
+                    r["job_id"],
+                    r["model"],
+                    r["revision"],
+                    r["precision"],
+                    r["editor"],
+                    r["explanations"],
+                    PairScoreRow.from_json(r),
+                )
+                for r in conn.execute(query).mappings()
+            ]
 
-    def store_finished(self, request: JobRequest, submitter: str,
-                       tasks: Iterable[tuple[str, str, Sequence[PairScoreRow]]], log: str) -> Submission:
+    def store_finished(
+        self, request: JobRequest, submitter: str, tasks: Iterable[tuple[str, str, Sequence[PairScoreRow]]], log: str
+    ) -> Submission:
         """A job that is FINISHED on arrival (a pre-computed results file), with its per-pair scores."""
         submission = self.submit(request, submitter, pair_cap=None)
         if submission.duplicate:
             return submission
         job_id, worker = submission.job.id, f"import:{submitter}"
         with self.engine.begin() as conn:
-            conn.execute(update(jobs).where(jobs.c.id == job_id).values(
-                status=RUNNING, worker=worker, started_at=self.now(), heartbeat_at=self.now(), attempts=1))
+            conn.execute(
+                update(jobs)
+                .where(jobs.c.id == job_id)
+                .values(status=RUNNING, worker=worker, started_at=self.now(), heartbeat_at=self.now(), attempts=1)
+            )
         for task, version, rows in tasks:
             self.record_task(job_id, worker, task, version, 0.0, rows)
         self.finish(job_id, worker, log)

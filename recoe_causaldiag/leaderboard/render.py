@@ -13,8 +13,19 @@ from .board import Board, BoardRow, significant
 from .queue import Job
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
-QUEUE_HEADERS = ["job", "status", "model", "revision", "precision", "tasks", "metrics", "submitter", "created (UTC)",
-                 "reason", "log tail"]
+QUEUE_HEADERS = [
+    "job",
+    "status",
+    "model",
+    "revision",
+    "precision",
+    "tasks",
+    "metrics",
+    "submitter",
+    "created (UTC)",
+    "reason",
+    "log tail",
+]
 
 
 def inert(text: str) -> str:
@@ -29,8 +40,10 @@ def cell(row: BoardRow, task: str) -> str:
     if estimate is None:
         return ""
     marker = "*" if significant(estimate) else ""
-    return (f"{format_number(estimate.value)}{marker} [{format_number(estimate.ci_low)}, "
-            f"{format_number(estimate.ci_high)}] n={estimate.n_valid}")
+    return (
+        f"{format_number(estimate.value)}{marker} [{format_number(estimate.ci_low)}, "
+        f"{format_number(estimate.ci_high)}] n={estimate.n_valid}"
+    )
 
 
 def board_headers(board: Board) -> list[str]:
@@ -40,29 +53,59 @@ def board_headers(board: Board) -> list[str]:
 def matching_rows(board: Board, search: str = "", task: str = "all") -> list[BoardRow]:
     """Rows whose model or metric contains `search` (case-insensitive) and that have a score on `task`."""
     needle = search.strip().lower()
-    return [r for r in board.rows
-            if (not needle or needle in r.model.lower() or needle in r.metric_label.lower())
-            and (task in ("", "all") or task in r.per_task)]
+    return [
+        r
+        for r in board.rows
+        if (not needle or needle in r.model.lower() or needle in r.metric_label.lower())
+        and (task in ("", "all") or task in r.per_task)
+    ]
 
 
 def board_table(board: Board, search: str = "", task: str = "all") -> list[list[Any]]:
     """Board rows as table cells (model names stay plain text: the table never renders markup)."""
-    return [[r.model, r.precision, r.metric_label, r.editor, r.explanations, *(cell(r, t) for t in board.tasks),
-             format_number(r.mean), format_number(r.copeland, "g")]
-            for r in matching_rows(board, search, task)]
+    return [
+        [
+            r.model,
+            r.precision,
+            r.metric_label,
+            r.editor,
+            r.explanations,
+            *(cell(r, t) for t in board.tasks),
+            format_number(r.mean),
+            format_number(r.copeland, "g"),
+        ]
+        for r in matching_rows(board, search, task)
+    ]
 
 
 def board_figure(board: Board, rows: Sequence[BoardRow]) -> Any:
     """Diagnosticity with 95% CI per task for the shown rows; the dashed line is chance."""
-    bars = [(f"{r.model} · {r.metric_label} · {t}", e.value, e.ci_low, e.ci_high)
-            for r in rows for t, e in sorted(r.per_task.items()) if not math.isnan(e.value)]
+    bars = [
+        (f"{r.model} · {r.metric_label} · {t}", e.value, e.ci_low, e.ci_high)
+        for r in rows
+        for t, e in sorted(r.per_task.items())
+        if not math.isnan(e.value)
+    ]
     return ci_bar_chart(bars, "C0", "causal diagnosticity D (95% bootstrap CI); dashed: chance", bar_height=0.3)
 
 
 def queue_table(jobs: Sequence[Job]) -> list[list[Any]]:
-    return [[j.id, j.status, j.request.model, j.request.revision, j.request.precision, ", ".join(j.request.tasks),
-             ", ".join(j.request.metrics), j.submitter, f"{j.created_at:%Y-%m-%d %H:%M}", j.reason,
-             j.log_tail[-600:]] for j in jobs]
+    return [
+        [
+            j.id,
+            j.status,
+            j.request.model,
+            j.request.revision,
+            j.request.precision,
+            ", ".join(j.request.tasks),
+            ", ".join(j.request.metrics),
+            j.submitter,
+            f"{j.created_at:%Y-%m-%d %H:%M}",
+            j.reason,
+            j.log_tail[-600:],
+        ]
+        for j in jobs
+    ]
 
 
 def submission_message(job: Job, duplicate: bool) -> str:

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
-from sqlalchemy import (Column, DateTime, Engine, Float, ForeignKey, Integer, MetaData, String, Table, Text,
-                        UniqueConstraint, create_engine, event)
+from sqlalchemy import (
+    Column,
+    DateTime,
+    Engine,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+)
 
 metadata = MetaData()
 
 jobs = Table(
-    "jobs", metadata,
+    "jobs",
+    metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("kind", String(16), nullable=False),
     Column("model", String(300), nullable=False),
@@ -37,7 +51,8 @@ jobs = Table(
 )
 
 job_tasks = Table(
-    "job_tasks", metadata,
+    "job_tasks",
+    metadata,
     Column("job_id", Integer, ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True),
     Column("task", String(64), primary_key=True),
     Column("dataset_version", String(32), nullable=False),
@@ -46,7 +61,8 @@ job_tasks = Table(
 )
 
 pair_scores = Table(
-    "pair_scores", metadata,
+    "pair_scores",
+    metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("job_id", Integer, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False, index=True),
     Column("task", String(64), nullable=False),
@@ -61,7 +77,8 @@ pair_scores = Table(
 
 
 deployment = Table(
-    "deployment", metadata,
+    "deployment",
+    metadata,
     Column("key", String(64), primary_key=True),
     Column("value", Text, nullable=False),
 )

@@ -21,11 +21,23 @@ def import_results(queue: JobQueue, path: Path) -> Submission:
         by_task[row.task].append(row)
     metrics = tuple(dict.fromkeys(r["metric"] for r in doc["results"]))
     precision = model.get("dtype") if model.get("dtype") in PRECISIONS else "auto"
-    request = JobRequest(MODEL_JOB, model["name"], str(model.get("revision") or "main"), precision, doc["editor"],
-                         doc["explanations"], tuple(versions), metrics)
+    request = JobRequest(
+        MODEL_JOB,
+        model["name"],
+        str(model.get("revision") or "main"),
+        precision,
+        doc["editor"],
+        doc["explanations"],
+        tuple(versions),
+        metrics,
+    )
     tasks = [(task, versions[task], by_task.get(task, [])) for task in versions]
-    return queue.store_finished(request, f"results file {Path(path).name}", tasks,
-                                f"imported from {Path(path).name} (created {doc.get('created_at', '?')})")
+    return queue.store_finished(
+        request,
+        f"results file {Path(path).name}",
+        tasks,
+        f"imported from {Path(path).name} (created {doc.get('created_at', '?')})",
+    )
 
 
 def seed_if_empty(queue: JobQueue, path: Path | None) -> Submission | None:

@@ -15,8 +15,7 @@ from .queue import METRIC_JOB, JobQueue, RateLimited, Submission
 from .render import rejection_message, submission_message
 from .seed import seed_if_empty
 from .settings import LeaderboardSettings
-from .validation import (Rejected, check_metric_name, check_submitter, metric_request,
-                         model_request)
+from .validation import Rejected, check_metric_name, check_submitter, metric_request, model_request
 from .worker import Worker, start_worker_thread
 
 
@@ -66,22 +65,26 @@ class Leaderboard:
         submitter = check_submitter(submitter)
         request = build_request()
         try:
-            return self.queue.submit(request, submitter, pair_cap=self.settings.pair_cap,
-                                     hourly_limit=self.settings.rate_limit_per_hour)
+            return self.queue.submit(
+                request, submitter, pair_cap=self.settings.pair_cap, hourly_limit=self.settings.rate_limit_per_hour
+            )
         except RateLimited as err:
             raise Rejected(str(err)) from None
 
-    def submit_model(self, model: str, revision: str, precision: str, tasks: Sequence[str], metrics: Sequence[str],
-                     submitter: str) -> str:
+    def submit_model(
+        self, model: str, revision: str, precision: str, tasks: Sequence[str], metrics: Sequence[str], submitter: str
+    ) -> str:
         try:
             submission = self._enqueue(
-                lambda: model_request(model, revision, precision, tasks, metrics, self.settings), submitter)
+                lambda: model_request(model, revision, precision, tasks, metrics, self.settings), submitter
+            )
         except Rejected as err:
             return rejection_message(str(err))
         return submission_message(submission.job, submission.duplicate)
 
-    def submit_metric(self, name: str, hub_id: str, files: Sequence[Path], model: str, tasks: Sequence[str],
-                      submitter: str) -> str:
+    def submit_metric(
+        self, name: str, hub_id: str, files: Sequence[Path], model: str, tasks: Sequence[str], submitter: str
+    ) -> str:
         try:
             name = name.strip()
             if bool(hub_id.strip()) == bool(files):

@@ -47,8 +47,21 @@ def bundle_space(repo: Path, out: Path) -> Path:
                 shutil.copytree(repo / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
             else:
                 shutil.copyfile(repo / name, source / name)
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                        "--wheel-dir", str(wheels), str(source)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--quiet",
+                "--no-deps",
+                "--no-build-isolation",
+                "--wheel-dir",
+                str(wheels),
+                str(source),
+            ],
+            check=True,
+        )
     (wheel,) = wheels.glob("recoe_causaldiag-*.whl")
     lines = []
     for line in (space / "requirements.txt").read_text(encoding="utf-8").splitlines():
@@ -58,6 +71,8 @@ def bundle_space(repo: Path, out: Path) -> Path:
             lines.append(line)
     lines += pinned(repo / "constraints.txt", tuple(packaged_distributions()))
     requirements = out / "requirements.txt"
-    requirements.write_text("# Written by `causaldiag space-bundle`: this library as a wheel, the rest pinned.\n"
-                            + "\n".join(lines) + "\n", encoding="utf-8")
+    requirements.write_text(
+        "# Written by `causaldiag space-bundle`: this library as a wheel, the rest pinned.\n" + "\n".join(lines) + "\n",
+        encoding="utf-8",
+    )
     return requirements

@@ -8,15 +8,17 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..metrics import METRICS
-from ..models import PACKAGED_MODELS
 from ..api.registry import UnknownNameError
 from ..api.run_spec import EDITORS, EXPLANATION_SOURCES, PRECISIONS
+from ..metrics import METRICS
+from ..models import PACKAGED_MODELS
 from ..tasks import TASKS
 from .queue import METRIC_JOB, MODEL_JOB, JobRequest
 from .settings import LeaderboardSettings
 
-HUB_ID = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$")
+HUB_ID = re.compile(
+    r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$"
+)
 REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$")
 METRIC_NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
 DEFAULT_REVISION = "main"
@@ -41,8 +43,10 @@ def check_model_id(model: str) -> str:
         return "local"
     if _is_hub_id(model):
         return "hub"
-    raise Rejected(f"model id {model!r} is neither a Hub id (org/name: letters, digits, '-', '_', '.'), nor a "
-                   f"packaged model ({', '.join(PACKAGED_MODELS.names())}), nor an absolute local folder")
+    raise Rejected(
+        f"model id {model!r} is neither a Hub id (org/name: letters, digits, '-', '_', '.'), nor a "
+        f"packaged model ({', '.join(PACKAGED_MODELS.names())}), nor an absolute local folder"
+    )
 
 
 def check_revision(revision: str, kind: str) -> str:
@@ -56,8 +60,10 @@ def check_revision(revision: str, kind: str) -> str:
 
 def _too_big(total_bytes: int, settings: LeaderboardSettings, model: str) -> None:
     if total_bytes > settings.max_model_gb * 1e9:
-        raise Rejected(f"model {model!r} has {total_bytes / 1e9:.1f} GB of weights; this deployment accepts at "
-                       f"most {settings.max_model_gb:g} GB")
+        raise Rejected(
+            f"model {model!r} has {total_bytes / 1e9:.1f} GB of weights; this deployment accepts at "
+            f"most {settings.max_model_gb:g} GB"
+        )
 
 
 def _check_config(config: dict, model: str) -> None:
@@ -66,8 +72,10 @@ def _check_config(config: dict, model: str) -> None:
     if config.get("auto_map") or config.get("trust_remote_code"):
         raise Rejected(f"model {model!r} needs trust_remote_code (its config maps to custom code); refused")
     if config.get("model_type") not in CONFIG_MAPPING:
-        raise Rejected(f"model {model!r} has model_type {config.get('model_type')!r}, which transformers does not "
-                       "know without remote code; refused")
+        raise Rejected(
+            f"model {model!r} has model_type {config.get('model_type')!r}, which transformers does not "
+            "know without remote code; refused"
+        )
 
 
 def resolve_packaged(model: str, settings: LeaderboardSettings) -> None:
@@ -97,8 +105,10 @@ def resolve_hub(model: str, revision: str, settings: LeaderboardSettings) -> Non
     from huggingface_hub import HfApi, constants, hf_hub_download
 
     if constants.HF_HUB_OFFLINE:
-        raise Rejected(f"Hub model {model!r} cannot be checked: this deployment runs offline; submit a packaged "
-                       f"model ({', '.join(PACKAGED_MODELS.names())}) or a local folder")
+        raise Rejected(
+            f"Hub model {model!r} cannot be checked: this deployment runs offline; submit a packaged "
+            f"model ({', '.join(PACKAGED_MODELS.names())}) or a local folder"
+        )
     try:
         info = HfApi().model_info(model, revision=revision, files_metadata=True)
         config = json.loads(Path(hf_hub_download(model, "config.json", revision=revision)).read_text())
@@ -116,8 +126,11 @@ def resolve_model(model: str, revision: str, settings: LeaderboardSettings) -> s
     """Check that the model exists, needs no remote code and fits; return its revision."""
     kind = check_model_id(model)
     revision = check_revision(revision, kind)
-    {"packaged": lambda: resolve_packaged(model, settings), "local": lambda: resolve_local(model, settings),
-     "hub": lambda: resolve_hub(model, revision, settings)}[kind]()
+    {
+        "packaged": lambda: resolve_packaged(model, settings),
+        "local": lambda: resolve_local(model, settings),
+        "hub": lambda: resolve_hub(model, revision, settings),
+    }[kind]()
     return revision
 
 
@@ -138,8 +151,17 @@ def check_submitter(submitter: str) -> str:
     return submitter
 
 
-def model_request(model: str, revision: str, precision: str, tasks: Sequence[str], metrics: Sequence[str],
-                  settings: LeaderboardSettings, *, editor: str = "ice", explanations: str = "synthetic") -> JobRequest:
+def model_request(
+    model: str,
+    revision: str,
+    precision: str,
+    tasks: Sequence[str],
+    metrics: Sequence[str],
+    settings: LeaderboardSettings,
+    *,
+    editor: str = "ice",
+    explanations: str = "synthetic",
+) -> JobRequest:
     """A checked request to evaluate a model, or Rejected."""
     if precision not in PRECISIONS:
         raise Rejected(f"precision {precision!r} is not one of {', '.join(PRECISIONS)}")
@@ -162,8 +184,9 @@ def check_metric_name(name: str) -> str:
     return name
 
 
-def metric_request(name: str, source: str, model: str, tasks: Sequence[str], settings: LeaderboardSettings
-                   ) -> JobRequest:
+def metric_request(
+    name: str, source: str, model: str, tasks: Sequence[str], settings: LeaderboardSettings
+) -> JobRequest:
     """A checked request to run a submitted `evaluate` metric (a staged folder or a Hub id) on a model."""
     check_metric_name(name)
     folder = Path(source)
@@ -176,8 +199,10 @@ def metric_request(name: str, source: str, model: str, tasks: Sequence[str], set
         from huggingface_hub import constants
 
         if constants.HF_HUB_OFFLINE:
-            raise Rejected(f"Hub metric {source!r} cannot be fetched: this deployment runs offline; upload the "
-                           "module folder instead")
+            raise Rejected(
+                f"Hub metric {source!r} cannot be fetched: this deployment runs offline; upload the "
+                "module folder instead"
+            )
     task_names = check_names("task", tasks, TASKS.names())
     revision = resolve_model(model, "", settings)
     return JobRequest(METRIC_JOB, model, revision, "auto", "ice", "synthetic", task_names, (name,), source)

@@ -84,22 +84,36 @@ class LibraryTaskRunner:
         from ..runner import score_run
 
         request = job.request
-        spec = RunSpec(model=request.model, revision=request.revision, precision=request.precision, tasks=(task,),
-                       metrics=request.metrics, limit=job.pair_cap, editor=request.editor,
-                       explanations=request.explanations)
+        spec = RunSpec(
+            model=request.model,
+            revision=request.revision,
+            precision=request.precision,
+            tasks=(task,),
+            metrics=request.metrics,
+            limit=job.pair_cap,
+            editor=request.editor,
+            explanations=request.explanations,
+        )
         (scores,) = score_run(spec, lm=self._model(spec, write), data_dir=self.data_dir, progress=False).tasks
         for result in scores.results:
-            write(f"{task} · {result['metric']} · {result['variant']}: D = {result['diagnosticity']:.3f} "
-                  f"(n valid {result['n_valid']}/{result['n']})")
+            write(
+                f"{task} · {result['metric']} · {result['variant']}: D = {result['diagnosticity']:.3f} "
+                f"(n valid {result['n_valid']}/{result['n']})"
+            )
         return TaskOutcome(scores.dataset.version, scores.rows)
 
     def _submitted_metric(self, job: Job, task: str, write: Callable[[str], None]) -> TaskOutcome:
         (task_pairs,) = iter_task_pairs((task,), self.data_dir, limit=job.pair_cap, seed=0)
         write(f"{task}: scoring {len(task_pairs.pairs)} pairs with the submitted metric in an isolated process")
-        scored = score_submitted_metric(job.request.metric_source or "", job.request.model, task_pairs.pairs,
-                                        time_limit_s=self.settings.metric_time_limit_s,
-                                        secrets=(self.settings.db_url, self.settings.admin_token or ""),
-                                        user=self.settings.sandbox_user, protected=self.settings.database_files)
+        scored = score_submitted_metric(
+            job.request.metric_source or "",
+            job.request.model,
+            task_pairs.pairs,
+            time_limit_s=self.settings.metric_time_limit_s,
+            secrets=(self.settings.db_url, self.settings.admin_token or ""),
+            user=self.settings.sandbox_user,
+            protected=self.settings.database_files,
+        )
         scores = VariantScores(scored.variant, scored.faithful, scored.unfaithful)
         return TaskOutcome(task_pairs.dataset.version, task_pairs.score_rows(job.request.metrics[0], scores))
 
@@ -107,8 +121,9 @@ class LibraryTaskRunner:
 class Worker:
     """Runs queued jobs one at a time; many workers may share one queue (each claim is atomic)."""
 
-    def __init__(self, queue: JobQueue, settings: LeaderboardSettings, runner: TaskRunner | None = None,
-                 name: str | None = None) -> None:
+    def __init__(
+        self, queue: JobQueue, settings: LeaderboardSettings, runner: TaskRunner | None = None, name: str | None = None
+    ) -> None:
         self.queue, self.settings = queue, settings
         self.runner = runner or LibraryTaskRunner(settings)
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -157,10 +172,12 @@ class Worker:
                     continue
                 started = time.perf_counter()
                 outcome = self.runner(job, task, job_log.write)
-                if lost.is_set() or not self.queue.record_task(job.id, self.name, task, outcome.dataset_version,
-                                                               time.perf_counter() - started, outcome.rows):
-                    log.warning("worker %s lost job %s to another worker; its result for %s is dropped",
-                                self.name, job.id, task)
+                if lost.is_set() or not self.queue.record_task(
+                    job.id, self.name, task, outcome.dataset_version, time.perf_counter() - started, outcome.rows
+                ):
+                    log.warning(
+                        "worker %s lost job %s to another worker; its result for %s is dropped", self.name, job.id, task
+                    )
                     return
                 job_log.write(f"{task}: {len(outcome.rows)} per-pair scores stored")
             done_beating.set()

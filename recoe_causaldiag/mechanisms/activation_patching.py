@@ -45,8 +45,9 @@ def window_layers(layer: int, n_layers: int, window: int) -> tuple[int, ...]:
     return tuple(range(max(0, layer - window // 2), min(n_layers, layer + (window + 1) // 2)))
 
 
-def token_layer_patches(positions: Sequence[int], layers: Sequence[int], n_layers: int, *, window: int = 1
-                        ) -> list[Patch]:
+def token_layer_patches(
+    positions: Sequence[int], layers: Sequence[int], n_layers: int, *, window: int = 1
+) -> list[Patch]:
     """One patch per (position, layer), position-major: the sites of a causal matrix C ∈ R^{T×L}."""
     return [Patch((p,), window_layers(layer, n_layers, window)) for p in positions for layer in layers]
 
@@ -59,8 +60,9 @@ def _hidden(output: torch.Tensor | tuple) -> torch.Tensor:
 def residual_stream(model: torch.nn.Module, ids: Sequence[int]) -> list[torch.Tensor]:
     """Every decoder layer's output for one input: a list over layers of [positions, hidden] tensors."""
     layers, states = decoder_layers(model), []
-    hooks = [layer.register_forward_hook(lambda _m, _a, out: states.append(_hidden(out)[0].clone()))
-             for layer in layers]
+    hooks = [
+        layer.register_forward_hook(lambda _m, _a, out: states.append(_hidden(out)[0].clone())) for layer in layers
+    ]
     try:
         model(torch.tensor([list(ids)], device=model.device), use_cache=False, logits_to_keep=1)
     finally:
@@ -69,8 +71,9 @@ def residual_stream(model: torch.nn.Module, ids: Sequence[int]) -> list[torch.Te
     return states
 
 
-def _site_edits(batch: Sequence[Patch], source: Sequence[torch.Tensor], start: int
-                ) -> dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+def _site_edits(
+    batch: Sequence[Patch], source: Sequence[torch.Tensor], start: int
+) -> dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """Per layer: the batch rows, the positions (relative to `start`) and the source values to write there."""
     sites: dict[int, tuple[list[int], list[int]]] = {}
     for row, patch in enumerate(batch):
@@ -79,15 +82,29 @@ def _site_edits(batch: Sequence[Patch], source: Sequence[torch.Tensor], start: i
             rows += [row] * len(patch.positions)
             positions += list(patch.positions)
     device = source[0].device
-    return {layer: (torch.tensor(rows, device=device), torch.tensor(positions, device=device) - start,
-                    source[layer][positions])
-            for layer, (rows, positions) in sites.items()}
+    return {
+        layer: (
+            torch.tensor(rows, device=device),
+            torch.tensor(positions, device=device) - start,
+            source[layer][positions],
+        )
+        for layer, (rows, positions) in sites.items()
+    }
 
 
 @torch.inference_mode()
-def patched_readouts(model: torch.nn.Module, source_ids: Sequence[int], target_ids: Sequence[int],
-                     patches: Sequence[Patch], readout: Readout, *, first_read: int, batch_size: int = 32,
-                     max_logits: int = 2**27, progress: bool = False) -> torch.Tensor:
+def patched_readouts(
+    model: torch.nn.Module,
+    source_ids: Sequence[int],
+    target_ids: Sequence[int],
+    patches: Sequence[Patch],
+    readout: Readout,
+    *,
+    first_read: int,
+    batch_size: int = 32,
+    max_logits: int = 2**27,
+    progress: bool = False,
+) -> torch.Tensor:
     """`readout` of the target run under each patch, stacked in patch order.
 
     `readout` maps the logits of positions `first_read` … end ([rows, positions, vocabulary]) to one tensor per
@@ -114,13 +131,19 @@ def patched_readouts(model: torch.nn.Module, source_ids: Sequence[int], target_i
             batch_cache.batch_repeat_interleave(len(batch))
         hooks = []
         for layer, (rows, positions, values) in _site_edits(batch, source, start).items():
+
             def write(_module, _args, output, rows=rows, positions=positions, values=values):
                 _hidden(output)[rows, positions] = values
                 return output
+
             hooks.append(layers[layer].register_forward_hook(write))
         try:
-            out = model(target[:, start:].expand(len(batch), -1), past_key_values=batch_cache, use_cache=False,
-                        logits_to_keep=kept)
+            out = model(
+                target[:, start:].expand(len(batch), -1),
+                past_key_values=batch_cache,
+                use_cache=False,
+                logits_to_keep=kept,
+            )
         finally:
             for hook in hooks:
                 hook.remove()

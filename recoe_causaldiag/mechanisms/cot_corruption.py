@@ -25,22 +25,35 @@ class Corruption:
     apply: Callable[[str], str]
 
 
-def corruption_scores(instances: Sequence[Instance], engine: Engine, corruptions: Sequence[Corruption], *,
-                      invert: bool = False, desc: str = "corruptions") -> dict[str, np.ndarray]:
+def corruption_scores(
+    instances: Sequence[Instance],
+    engine: Engine,
+    corruptions: Sequence[Corruption],
+    *,
+    invert: bool = False,
+    desc: str = "corruptions",
+) -> dict[str, np.ndarray]:
     """Continuous and binary scores of every corruption for every instance; NaN for a blank explanation, which
     has nothing to corrupt."""
     corrupted = {c.name: [c.apply(i.explanation) for i in instances] for c in corruptions}
     return rewrite_scores(instances, engine, corrupted, invert=invert, desc=desc)
 
 
-def rewrite_scores(instances: Sequence[Instance], engine: Engine, rewrites: Mapping[str, Sequence[str]], *,
-                   invert: bool = False, desc: str = "corruptions") -> dict[str, np.ndarray]:
+def rewrite_scores(
+    instances: Sequence[Instance],
+    engine: Engine,
+    rewrites: Mapping[str, Sequence[str]],
+    *,
+    invert: bool = False,
+    desc: str = "corruptions",
+) -> dict[str, np.ndarray]:
     """`corruption_scores` for explanations already rewritten: name → one rewritten explanation per instance."""
     n = len(instances)
     blank = np.array([not i.explanation.strip() for i in instances], dtype=bool)
     requests = [label_request(i, i.explanation) for i in instances]
-    requests += [label_request(i, text)
-                 for texts in rewrites.values() for i, text in zip(instances, texts, strict=True)]
+    requests += [
+        label_request(i, text) for texts in rewrites.values() for i, text in zip(instances, texts, strict=True)
+    ]
     probs = engine.label_probs(requests, desc=desc)
     original = np.stack(probs[:n])
     top = original.argmax(axis=1)

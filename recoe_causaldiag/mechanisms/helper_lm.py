@@ -33,9 +33,9 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .. import prompts
+from ..api import Engine, Instance
 from ..models import LanguageModel
 from ..paths import cache_root
-from ..api import Engine, Instance
 from ..scoring import engine_of
 from .cot_corruption import Corruption, corruption_scores
 
@@ -47,8 +47,11 @@ MAX_NEW_TOKENS = 128
 RAN_OUT_SLACK = 8
 
 _ECHO = re.compile(r"^(?:original|input)(?: (?:text|sentence))?\s*:", re.I)
-_LABEL = re.compile(r"^(?:here(?:'s| is) the )?(?:(?:edited|changed|modified|new|rephrased|paraphrased|rewritten)"
-                    r"(?: (?:text|sentence|version))?|output|paraphrase)\s*:\s*", re.I)
+_LABEL = re.compile(
+    r"^(?:here(?:'s| is) the )?(?:(?:edited|changed|modified|new|rephrased|paraphrased|rewritten)"
+    r"(?: (?:text|sentence|version))?|output|paraphrase)\s*:\s*",
+    re.I,
+)
 _QUOTES = re.compile(r'^["“”]+|["“”]+(?=[.!?]?$)')
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]])[.!?](?=\s)")
 
@@ -74,21 +77,27 @@ class HelperCache:
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         connection = sqlite3.connect(self.path, timeout=60)
-        connection.execute("CREATE TABLE IF NOT EXISTS outputs (key TEXT PRIMARY KEY, helper TEXT, kind TEXT, "
-                           "explanation TEXT, output TEXT, truncated INTEGER)")
+        connection.execute(
+            "CREATE TABLE IF NOT EXISTS outputs (key TEXT PRIMARY KEY, helper TEXT, kind TEXT, "
+            "explanation TEXT, output TEXT, truncated INTEGER)"
+        )
         return connection
 
     def get(self, keys: Sequence[str]) -> dict[str, HelperOutput]:
         with closing(self._connect()) as connection:
-            rows = (connection.execute("SELECT output, truncated FROM outputs WHERE key = ?", (key,)).fetchone()
-                    for key in keys)
+            rows = (
+                connection.execute("SELECT output, truncated FROM outputs WHERE key = ?", (key,)).fetchone()
+                for key in keys
+            )
             return {key: HelperOutput(row[0], bool(row[1])) for key, row in zip(keys, rows) if row}
 
     def put(self, rows: Iterable[tuple[str, str, str, str, HelperOutput]]) -> None:
         """Store (key, helper, kind, explanation, output) rows; a key already stored is kept."""
         with closing(self._connect()) as connection, connection:
-            connection.executemany("INSERT OR IGNORE INTO outputs VALUES (?, ?, ?, ?, ?, ?)",
-                                   [(k, h, kind, e, o.text, int(o.truncated)) for k, h, kind, e, o in rows])
+            connection.executemany(
+                "INSERT OR IGNORE INTO outputs VALUES (?, ?, ?, ?, ?, ?)",
+                [(k, h, kind, e, o.text, int(o.truncated)) for k, h, kind, e, o in rows],
+            )
 
 
 def cache_key(helper: str, kind: str, rendered_prompt: str, explanation: str) -> str:
@@ -122,8 +131,9 @@ def clean_rewrite(output: HelperOutput, explanation: str) -> str | None:
     return text if words(text) and words(text) != words(explanation) else None
 
 
-def generate_within_budgets(engine: Engine, prompt_list: Sequence[prompts.Prompt], budgets: Sequence[int],
-                            desc: str) -> list[HelperOutput]:
+def generate_within_budgets(
+    engine: Engine, prompt_list: Sequence[prompts.Prompt], budgets: Sequence[int], desc: str
+) -> list[HelperOutput]:
     """Greedy outputs, batched by similar token budget; each is cut to its own budget.
 
     An output ran out of tokens if it re-encodes to within `RAN_OUT_SLACK` tokens of its budget: the engine
@@ -148,12 +158,17 @@ def generate_within_budgets(engine: Engine, prompt_list: Sequence[prompts.Prompt
 def generate_rewrites(texts: Sequence[str], kind: str, helper: Engine) -> list[HelperOutput]:
     """Raw helper outputs for `texts` under the `kind` prompt, each within its `token_budget`."""
     build = HELPER_PROMPTS[kind]
-    return generate_within_budgets(helper, [build(text) for text in texts],
-                                   [token_budget(helper.lm, text) for text in texts], desc=f"helper {kind}")
+    return generate_within_budgets(
+        helper,
+        [build(text) for text in texts],
+        [token_budget(helper.lm, text) for text in texts],
+        desc=f"helper {kind}",
+    )
 
 
-def rewrite(explanations: Sequence[str], kind: str, helper: Engine,
-            cache_store: HelperCache | None = None) -> dict[str, str | None]:
+def rewrite(
+    explanations: Sequence[str], kind: str, helper: Engine, cache_store: HelperCache | None = None
+) -> dict[str, str | None]:
     """Explanation → cleaned helper rewrite (None where the corruption failed), generating only uncached ones."""
     store = cache_store or HelperCache.default()
     texts = [text for text in dict.fromkeys(explanations) if text.strip()]
@@ -179,8 +194,7 @@ class HelperCorruption:
     def variants(self) -> tuple[str, ...]:
         return (f"{self.name}-continuous", f"{self.name}-binary")
 
-    def scores(self, instances: Sequence[Instance], engine: Engine, helper: str,
-               desc: str) -> dict[str, np.ndarray]:
+    def scores(self, instances: Sequence[Instance], engine: Engine, helper: str, desc: str) -> dict[str, np.ndarray]:
         """`corruption_scores` with the helper's rewrites; NaN where the helper's rewrite failed."""
         helper_lm = engine_of(helper, engine)
         rewrites = rewrite([i.explanation for i in instances], self.kind, helper_lm)

@@ -30,16 +30,21 @@ from functools import cache
 
 from lemminflect import getAllLemmas
 
+from ..curated_sources import read_curated_csv, source_path
 from .words import INTERVENTION_FUNCTION_WORDS, JOINED_WORD
 
 WORDS_FILE = "cct_words.csv"
 INSERTED_POS = {"NOUN": "ADJ", "VERB": "ADV"}
 
-NOUN_CUES = frozenset("""a an the this that these those my your his her its our their whose some any each every
+NOUN_CUES = frozenset(
+    """a an the this that these those my your his her its our their whose some any each every
 no of in on at by for with from into about between among during over under two three four five six seven eight
-nine ten""".split())
-VERB_CUES = frozenset("""i you he she it we they who to not never will would shall should can could may might must
-do does did""".split())
+nine ten""".split()
+)
+VERB_CUES = frozenset(
+    """i you he she it we they who to not never will would shall should can could may might must
+do does did""".split()
+)
 
 
 @dataclass(frozen=True)
@@ -63,8 +68,6 @@ class Insertion:
 @cache
 def candidate_words() -> dict[str, tuple[str, ...]]:
     """The curated candidates by UPOS: {"ADJ": adjectives, "ADV": adverbs}."""
-    from ..tasks.sources import read_curated_csv, source_path  # on first use: importing the tasks loads every builder
-
     words: dict[str, list[str]] = {"ADJ": [], "ADV": []}
     for row in read_curated_csv(source_path(WORDS_FILE), ("word", "pos")):
         if row.values["pos"] not in words:

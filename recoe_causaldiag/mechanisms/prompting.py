@@ -14,8 +14,13 @@ if TYPE_CHECKING:
     from ..models import LanguageModel
 
 
-def label_request(instance: Instance, explanation: str | None = None, *, edits: Sequence[str] | None = None,
-                  question: str | None = None) -> LabelRequest:
+def label_request(
+    instance: Instance,
+    explanation: str | None = None,
+    *,
+    edits: Sequence[str] | None = None,
+    question: str | None = None,
+) -> LabelRequest:
     """The evaluated model's label distribution on the instance: after the direct prompt (eq. 7), or after the CoT
     prompt (Fig. 12) holding `explanation` when one is given. `edits` and `question` replace the instance's (an
     intervention)."""
@@ -25,8 +30,9 @@ def label_request(instance: Instance, explanation: str | None = None, *, edits: 
     return LabelRequest(prompt, tuple(instance.choices))
 
 
-def token_offsets(lm: LanguageModel, text: str, expected: Sequence[int], *, continuation: bool = False
-                  ) -> list[tuple[int, int]]:
+def token_offsets(
+    lm: LanguageModel, text: str, expected: Sequence[int], *, continuation: bool = False
+) -> list[tuple[int, int]]:
     """The character span of each token of `text` (a rendered prompt, or a continuation after one); a ValueError
     when the tokenizer's ids are not `expected`, the engine's encoding of the same text."""
     encoded = lm.tokenizer(text, add_special_tokens=not continuation and not lm.chat, return_offsets_mapping=True)
@@ -40,8 +46,7 @@ def overlapping(offsets: Sequence[tuple[int, int]], start: int, end: int) -> lis
     return [i for i, (a, b) in enumerate(offsets) if a < end and b > start and b > a] if end > start else []
 
 
-def question_positions(lm: LanguageModel, prompt: prompts.Prompt, question: str, prefix: Sequence[int]
-                       ) -> list[int]:
+def question_positions(lm: LanguageModel, prompt: prompts.Prompt, question: str, prefix: Sequence[int]) -> list[int]:
     """Positions among `prefix` (the engine's encoding of the rendered prompt) of the tokens of `question`, which
     ends the prompt's first (user) turn."""
     text, content = lm.render(prompt.turns), prompt.turns[0].content

@@ -14,13 +14,61 @@ from lemminflect import getAllLemmas
 
 from .words import DETERMINERS_AND_PRONOUNS
 
-STATIVE_VERBS = frozenset({
-    "be", "have", "own", "possess", "belong", "contain", "consist", "include", "comprise", "involve", "lack",
-    "seem", "appear", "resemble", "equal", "exist", "remain", "lie", "stand", "depend", "matter", "mean",
-    "know", "believe", "think", "understand", "recognize", "remember", "doubt", "suppose", "realize",
-    "like", "love", "hate", "prefer", "want", "need", "wish", "deserve", "weigh", "cost", "measure", "fit",
-    "sound", "smell", "taste", "feel", "look", "hold", "concern", "locate",
-})
+STATIVE_VERBS = frozenset(
+    {
+        "be",
+        "have",
+        "own",
+        "possess",
+        "belong",
+        "contain",
+        "consist",
+        "include",
+        "comprise",
+        "involve",
+        "lack",
+        "seem",
+        "appear",
+        "resemble",
+        "equal",
+        "exist",
+        "remain",
+        "lie",
+        "stand",
+        "depend",
+        "matter",
+        "mean",
+        "know",
+        "believe",
+        "think",
+        "understand",
+        "recognize",
+        "remember",
+        "doubt",
+        "suppose",
+        "realize",
+        "like",
+        "love",
+        "hate",
+        "prefer",
+        "want",
+        "need",
+        "wish",
+        "deserve",
+        "weigh",
+        "cost",
+        "measure",
+        "fit",
+        "sound",
+        "smell",
+        "taste",
+        "feel",
+        "look",
+        "hold",
+        "concern",
+        "locate",
+    }
+)
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+(?=\S)")  # an initial such as "P. G." ends no sentence
 _CLAUSE = re.compile(r",\s*(?:while|whereas|so|as|since)\b", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_][\w'-]*|\d+(?:[.,]\d+)*")

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..models import DEFAULT_MODEL
 from ..api import Engine, Instance, Metric, register_metric
 from ..mechanisms.helper_lm import HelperCorruption
+from ..models import DEFAULT_MODEL
 
 ANTONYM = HelperCorruption(kind="adding_mistakes", name="antonym")
 
@@ -31,11 +31,13 @@ class AddingMistakes(Metric):
     explanation_type = "cot"
     description = "drop in the top label's probability when a helper LM swaps one CoT word for its antonym"
     title = "Adding Mistakes"
-    long_description = ("Adding Mistakes (Lanham et al., 2023): how much the probability of the model's top label "
-                        "drops when a helper LM swaps one word of its chain of thought for an antonym. Continuous: ẑ − "
-                        "ẑ′; binary: 1 if the prediction changes; NaN where the helper returned no change. Extra "
-                        "argument `helper` (str): the helper model, default the packaged default model; its outputs "
-                        "are cached on disk.")
+    long_description = (
+        "Adding Mistakes (Lanham et al., 2023): how much the probability of the model's top label "
+        "drops when a helper LM swaps one word of its chain of thought for an antonym. Continuous: ẑ − "
+        "ẑ′; binary: 1 if the prediction changes; NaN where the helper returned no change. Extra "
+        "argument `helper` (str): the helper model, default the packaged default model; its outputs "
+        "are cached on disk."
+    )
     citation = """@article{lanham2023measuring,
   title={Measuring Faithfulness in Chain-of-Thought Reasoning},
   author={Lanham, Tamera and others}, journal={arXiv preprint arXiv:2307.13702}, year={2023}

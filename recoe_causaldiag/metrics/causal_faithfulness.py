@@ -62,8 +62,9 @@ class PatchingLayout:
     explanation_ids: tuple[int, ...]
 
 
-def patching_layout(engine: Engine, instance: Instance, label_index: int, cf: Counterfactual,
-                    positions: str = "input") -> PatchingLayout | None:
+def patching_layout(
+    engine: Engine, instance: Instance, label_index: int, cf: Counterfactual, positions: str = "input"
+) -> PatchingLayout | None:
     """The instance's layout with the `positions` patched (module docstring), or None when the counterfactual
     prompts differ in token length."""
     label = instance.choices[label_index]
@@ -82,9 +83,15 @@ def patching_layout(engine: Engine, instance: Instance, label_index: int, cf: Co
         patched = set(range(differing[0], len(direct.prefix))) if differing else set()
     else:
         patched = set(differing) | set(question_positions(engine.lm, post, instance.question, clean.prefix))
-    return PatchingLayout(clean_ids, corrupted_ids, tuple(sorted(patched)),
-                  engine.lm.label_token_ids(instance.choices, leading_space=direct.leading_space), label_index,
-                  len(direct.prefix) - 1, clean.continuation)
+    return PatchingLayout(
+        clean_ids,
+        corrupted_ids,
+        tuple(sorted(patched)),
+        engine.lm.label_token_ids(instance.choices, leading_space=direct.leading_space),
+        label_index,
+        len(direct.prefix) - 1,
+        clean.continuation,
+    )
 
 
 def readout(lay: PatchingLayout) -> Readout:
@@ -111,16 +118,21 @@ def cosine_similarity(a: np.ndarray, b: np.ndarray) -> float:
     return float(1.0 - distance.cosine(b, a))
 
 
-def caf_scores(answer: np.ndarray, explanation: np.ndarray, answer_m: np.ndarray, explanation_m: np.ndarray
-               ) -> dict[str, float]:
+def caf_scores(
+    answer: np.ndarray, explanation: np.ndarray, answer_m: np.ndarray, explanation_m: np.ndarray
+) -> dict[str, float]:
     """The four variants from the [tokens × layers] causal matrices, single-layer and windowed (M)."""
-    return {"caf": cosine_similarity(answer, explanation), "caf_m": cosine_similarity(answer_m, explanation_m),
-            "caf_t": cosine_similarity(answer.sum(axis=1), explanation.sum(axis=1)),
-            "caf_l": cosine_similarity(answer.sum(axis=0), explanation.sum(axis=0))}
+    return {
+        "caf": cosine_similarity(answer, explanation),
+        "caf_m": cosine_similarity(answer_m, explanation_m),
+        "caf_t": cosine_similarity(answer.sum(axis=1), explanation.sum(axis=1)),
+        "caf_l": cosine_similarity(answer.sum(axis=0), explanation.sum(axis=0)),
+    }
 
 
-def prepare(engine: Engine, instance: Instance, label_index: int, *, require_flip: bool = True,
-            positions: str = "input") -> tuple[str, PatchingLayout | None]:
+def prepare(
+    engine: Engine, instance: Instance, label_index: int, *, require_flip: bool = True, positions: str = "input"
+) -> tuple[str, PatchingLayout | None]:
     """The instance's layout with its status, or the reason it cannot be scored. With `require_flip` the
     counterfactual must change the model's answer (y_C ≠ y, paper 002 §3.1); without it, the answer's effects
     may be noise where the model ignores the replacement."""
@@ -130,8 +142,9 @@ def prepare(engine: Engine, instance: Instance, label_index: int, *, require_fli
     if cf is None:
         return "no counterfactual", None
     if require_flip:
-        (cf_probs,) = engine.label_probs([label_request(instance, edits=cf.edits, question=cf.question)],
-                                         desc="counterfactual answer")
+        (cf_probs,) = engine.label_probs(
+            [label_request(instance, edits=cf.edits, question=cf.question)], desc="counterfactual answer"
+        )
         if int(np.argmax(cf_probs)) == label_index:
             return "answer not flipped", None
     lay = patching_layout(engine, instance, label_index, cf, positions)
@@ -166,10 +179,12 @@ class CausalFaithfulness(Metric):
     explanation_type = "post-hoc"
     description = "1 − cosine distance between activation-patching effect matrices of the answer and the explanation"
     title = "Causal Faithfulness"
-    long_description = ("Causal Faithfulness (Yeo et al., 2024): activation patching with symmetric token replacement "
-                        "gives the causal effect of every (input token, layer) hidden state on the model's answer "
-                        "(C_a) and on its post-hoc explanation (C_e); the score is 1 − cosine distance(C_e, C_a). "
-                        "Variants caf, caf_m (10-layer windows), caf_t (token level), caf_l (layer level).")
+    long_description = (
+        "Causal Faithfulness (Yeo et al., 2024): activation patching with symmetric token replacement "
+        "gives the causal effect of every (input token, layer) hidden state on the model's answer "
+        "(C_a) and on its post-hoc explanation (C_e); the score is 1 − cosine distance(C_e, C_a). "
+        "Variants caf, caf_m (10-layer windows), caf_t (token level), caf_l (layer level)."
+    )
     citation = """@inproceedings{yeo2025towards,
   title={Towards Faithful Natural Language Explanations: A Study Using Activation Patching in Large Language Models},
   author={Yeo, Wei Jie and Satapathy, Ranjan and Cambria, Erik}, booktitle={Proceedings of EMNLP}, year={2025}
@@ -184,8 +199,14 @@ class CausalFaithfulness(Metric):
         paper's condition; others are NaN). Default: True.
 """
 
-    def __init__(self, layers: Sequence[int] | None = None, window: int = WINDOW, batch_size: int = 32,
-                 require_flip: bool = True, positions: str = "input") -> None:
+    def __init__(
+        self,
+        layers: Sequence[int] | None = None,
+        window: int = WINDOW,
+        batch_size: int = 32,
+        require_flip: bool = True,
+        positions: str = "input",
+    ) -> None:
         if positions not in POSITIONS:
             raise ValueError(f"positions must be one of {list(POSITIONS)}, got {positions!r}")
         self.layers = tuple(layers) if layers is not None else None
@@ -204,10 +225,19 @@ class CausalFaithfulness(Metric):
         layers = self.layers if self.layers is not None else tuple(range(n_layers))
         if not all(0 <= layer < n_layers for layer in layers):
             raise ValueError(f"layers {list(layers)} are not all within the model's {n_layers} decoder layers")
-        patches = [Patch((), ())] + [patch for w in (1, self.window)
-                                     for patch in token_layer_patches(lay.positions, layers, n_layers, window=w)]
-        out = patched_readouts(model, lay.clean, lay.corrupted, patches, readout(lay), first_read=lay.label_position,
-                               batch_size=self.batch_size, progress=engine.progress)
+        patches = [Patch((), ())] + [
+            patch for w in (1, self.window) for patch in token_layer_patches(lay.positions, layers, n_layers, window=w)
+        ]
+        out = patched_readouts(
+            model,
+            lay.clean,
+            lay.corrupted,
+            patches,
+            readout(lay),
+            first_read=lay.label_position,
+            batch_size=self.batch_size,
+            progress=engine.progress,
+        )
         return (out[1:] - out[0]).numpy().reshape(2, len(lay.positions), len(layers), 2), float(out[0, 0])
 
     def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
@@ -216,8 +246,9 @@ class CausalFaithfulness(Metric):
         status, total = [], []
         for k, instance in enumerate(tqdm(instances, desc=self.name, disable=not engine.progress)):
             label_index = int(np.argmax(probs[k]))
-            reason, lay = prepare(engine, instance, label_index, require_flip=self.require_flip,
-                                  positions=self.positions)
+            reason, lay = prepare(
+                engine, instance, label_index, require_flip=self.require_flip, positions=self.positions
+            )
             status.append(reason)
             if lay is None:
                 total.append(float("nan"))

@@ -60,8 +60,14 @@ class AttributionLayout:
     explanation_ids: tuple[int, ...]
 
 
-def attribution_layout(engine: Engine, prompt: prompts.Prompt, question: str, explanation: str,
-                       labels: Sequence[str], label_context: Encoded | None = None) -> AttributionLayout:
+def attribution_layout(
+    engine: Engine,
+    prompt: prompts.Prompt,
+    question: str,
+    explanation: str,
+    labels: Sequence[str],
+    label_context: Encoded | None = None,
+) -> AttributionLayout:
     """Split `prompt` for attribution. The question ends its first (user) turn; the explanation starts the
     continuation after one space; the labels are scored after the whole prompt, or after `label_context`
     (the direct prompt, for a post-hoc prompt that repeats it and then holds the answer)."""
@@ -77,11 +83,14 @@ def attribution_layout(engine: Engine, prompt: prompts.Prompt, question: str, ex
     start, stop = (positions[0], positions[-1] + 1) if positions else (len(enc.prefix), len(enc.prefix))
     shift = len(enc.prefix) - start
     return AttributionLayout(
-        head=enc.prefix[:start], question=enc.prefix[start:stop], tail=enc.prefix[stop:] + enc.continuation,
+        head=enc.prefix[:start],
+        question=enc.prefix[start:stop],
+        tail=enc.prefix[stop:] + enc.continuation,
         label_ids=lm.label_token_ids(labels, leading_space=label_context.leading_space),
         label_row=len(context) - 1 - start,
         explanation_rows=tuple(shift + i - 1 for i in explained),
-        explanation_ids=tuple(enc.continuation[i] for i in explained))
+        explanation_ids=tuple(enc.continuation[i] for i in explained),
+    )
 
 
 class CoalitionForward:
@@ -108,15 +117,16 @@ class CoalitionForward:
     def _outputs(self, logits: torch.Tensor) -> torch.Tensor:
         lay = self.layout
         logp = torch.log_softmax(logits[lay.label_row, list(lay.label_ids)].double(), dim=-1)
-        others = torch.cat([logp[: self.label_index], logp[self.label_index + 1:]])
+        others = torch.cat([logp[: self.label_index], logp[self.label_index + 1 :]])
         label = logp[self.label_index] - torch.logsumexp(others, dim=0)
         rows = torch.log_softmax(logits[list(lay.explanation_rows)].double(), dim=-1)
         tokens = rows[torch.arange(len(lay.explanation_ids)), torch.tensor(lay.explanation_ids, dtype=torch.long)]
         return torch.cat([label.reshape(1), tokens])
 
 
-def attributions(engine: Engine, lay: AttributionLayout, label_index: int, *, baseline_id: int, n_samples: int,
-                 seed: int) -> np.ndarray:
+def attributions(
+    engine: Engine, lay: AttributionLayout, label_index: int, *, baseline_id: int, n_samples: int, seed: int
+) -> np.ndarray:
     """Shapley values, shape (1 + T, n_question_tokens): row 0 for the log-odds of ŷ, then one row per explanation
     token."""
     forward = CoalitionForward(engine, lay, label_index)
@@ -124,8 +134,11 @@ def attributions(engine: Engine, lay: AttributionLayout, label_index: int, *, ba
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         values = ShapleyValueSampling(forward).attribute(
-            inputs, baselines=torch.full_like(inputs, baseline_id), n_samples=n_samples,
-            perturbations_per_eval=len(lay.question))
+            inputs,
+            baselines=torch.full_like(inputs, baseline_id),
+            n_samples=n_samples,
+            perturbations_per_eval=len(lay.question),
+        )
     return values[0].double().numpy()
 
 
@@ -148,18 +161,37 @@ def cc_shap_score(prediction: np.ndarray, explanation: np.ndarray) -> float:
 def post_hoc_layout(engine: Engine, instance: Instance, answer: int) -> AttributionLayout:
     """The CC-SHAP post-hoc prompt holding the answer (Fig. 13), split for attribution; ŷ is read where the answer
     stands, after the direct prompt it repeats."""
-    prompt = prompts.post_hoc(instance.edits, instance.question, instance.choices[answer], instance.explanation,
-                              request=prompts.CC_SHAP_POSTHOC_REQUEST)
-    return attribution_layout(engine, prompt, instance.question, instance.explanation, instance.choices,
-                              engine.encode(prompts.direct(instance.edits, instance.question)))
+    prompt = prompts.post_hoc(
+        instance.edits,
+        instance.question,
+        instance.choices[answer],
+        instance.explanation,
+        request=prompts.CC_SHAP_POSTHOC_REQUEST,
+    )
+    return attribution_layout(
+        engine,
+        prompt,
+        instance.question,
+        instance.explanation,
+        instance.choices,
+        engine.encode(prompts.direct(instance.edits, instance.question)),
+    )
 
 
 def cot_layouts(engine: Engine, instance: Instance) -> tuple[AttributionLayout, AttributionLayout]:
     """The direct prompt (for ŷ) and the CoT prompt (Fig. 12, for the explanation), each split for attribution."""
-    return (attribution_layout(engine, prompts.direct(instance.edits, instance.question), instance.question, "",
-                               instance.choices),
-            attribution_layout(engine, prompts.cot(instance.edits, instance.question, instance.explanation),
-                               instance.question, instance.explanation, instance.choices))
+    return (
+        attribution_layout(
+            engine, prompts.direct(instance.edits, instance.question), instance.question, "", instance.choices
+        ),
+        attribution_layout(
+            engine,
+            prompts.cot(instance.edits, instance.question, instance.explanation),
+            instance.question,
+            instance.explanation,
+            instance.choices,
+        ),
+    )
 
 
 @register_metric
@@ -172,9 +204,11 @@ class CCShap(Metric):
     explanation_type = "post-hoc"
     description = "cosine similarity of question-token Shapley values for the prediction and for the explanation"
     title = "CC-SHAP"
-    long_description = ("CC-SHAP (Parcalabescu & Frank, 2023): 1 − cosine distance between the Shapley values of the "
-                        "question tokens for the model's prediction and for its explanation (post-hoc or chain of "
-                        "thought).")
+    long_description = (
+        "CC-SHAP (Parcalabescu & Frank, 2023): 1 − cosine distance between the Shapley values of the "
+        "question tokens for the model's prediction and for its explanation (post-hoc or chain of "
+        "thought)."
+    )
     citation = """@inproceedings{parcalabescu2024measuring,
   title={On Measuring Faithfulness or Self-consistency of Natural Language Explanations},
   author={Parcalabescu, Letitia and Frank, Anette}, booktitle={Proceedings of ACL}, year={2024}
@@ -187,8 +221,9 @@ class CCShap(Metric):
 """
     variant_option = "select"
 
-    def __init__(self, n_samples: int = 16, seed: int = 0, baseline: str = "...",
-                 select: Sequence[str] = VARIANTS) -> None:
+    def __init__(
+        self, n_samples: int = 16, seed: int = 0, baseline: str = "...", select: Sequence[str] = VARIANTS
+    ) -> None:
         if n_samples < 1:
             raise ValueError(f"n_samples must be >= 1, got {n_samples}")
         if not select or set(select) - set(VARIANTS):
@@ -206,8 +241,9 @@ class CCShap(Metric):
             raise ValueError(f"baseline {self.baseline!r} is {len(baseline)} tokens for {engine.lm.name} (needs one)")
         probs = engine.label_probs([label_request(i) for i in instances], desc=self.name)
         scores = {v: np.full(len(instances), np.nan) for v in self.variants}
-        bar = tqdm(total=len(instances) * len(self.variants), desc=self.name, unit="attribution",
-                   disable=not engine.progress)
+        bar = tqdm(
+            total=len(instances) * len(self.variants), desc=self.name, unit="attribution", disable=not engine.progress
+        )
         for k, (instance, p) in enumerate(zip(instances, probs)):
             for variant, value in self._scores(engine, instance, int(np.argmax(p)), baseline[0]).items():
                 scores[variant][k] = value
@@ -220,6 +256,7 @@ class CCShap(Metric):
         the post-hoc prompt repeats: computed once for both variants. NaN without question or explanation tokens,
         or when the CoT prompt splits the question into a different number of tokens than the direct prompt (its
         features would not align)."""
+
         def values(lay: AttributionLayout) -> np.ndarray:
             return attributions(engine, lay, answer, baseline_id=baseline_id, n_samples=self.n_samples, seed=self.seed)
 

@@ -66,9 +66,11 @@ def interventions(instance: Instance, max_facts: int, max_insertions: int, seed:
     edits, question = tuple(instance.edits), instance.question
     rng_seed = seed_for(seed, question, *edits)
     keep = sorted(random.Random(rng_seed).sample(range(len(edits)), min(max_facts, len(edits))))
-    plan = [Intervention("fact", edits[:i] + edits[i + 1:], question, *fact_keys(edits[i], question)) for i in keep]
-    plan += [Intervention("insertion", edits, ins.text, (ins.word,), 1)
-             for ins in random_insertions(question, max_insertions, rng_seed)]
+    plan = [Intervention("fact", edits[:i] + edits[i + 1 :], question, *fact_keys(edits[i], question)) for i in keep]
+    plan += [
+        Intervention("insertion", edits, ins.text, (ins.word,), 1)
+        for ins in random_insertions(question, max_insertions, rng_seed)
+    ]
     return [p for p in plan if p.keys]
 
 
@@ -76,14 +78,18 @@ def interventions(instance: Instance, max_facts: int, max_insertions: int, seed:
 class CCTPair(Metric):
     name = "cct_pair"
     explanation_type = "post-hoc"
-    description = ("correlation, across interventions within one instance (dropped edit facts, inserted words), "
-                   "between prediction impact (TVD) and whether the explanation mentions the intervened content")
+    description = (
+        "correlation, across interventions within one instance (dropped edit facts, inserted words), "
+        "between prediction impact (TVD) and whether the explanation mentions the intervened content"
+    )
     title = "CCT per Pair"
-    long_description = ("CCT per pair: the Correlational Explanatory Faithfulness of Siegel et al. (2024) computed "
-                        "across a few interventions within one input (each edit fact dropped; a random "
-                        "adjective/adverb inserted into the question): the correlation between the prediction impact "
-                        "(TVD of the label distribution) and whether the given explanation mentions the intervened "
-                        "content. Variants: pointbiserial (default), spearman. NaN when all mentions are equal.")
+    long_description = (
+        "CCT per pair: the Correlational Explanatory Faithfulness of Siegel et al. (2024) computed "
+        "across a few interventions within one input (each edit fact dropped; a random "
+        "adjective/adverb inserted into the question): the correlation between the prediction impact "
+        "(TVD of the label distribution) and whether the given explanation mentions the intervened "
+        "content. Variants: pointbiserial (default), spearman. NaN when all mentions are equal."
+    )
     citation = """@inproceedings{siegel2024probabilities,
   title={The Probabilities Also Matter: A More Faithful Metric for Faithfulness of Free-Text Explanations in
          Large Language Models},
@@ -99,8 +105,9 @@ class CCTPair(Metric):
 
     def __init__(self, max_facts: int = 4, max_insertions: int = 2, seed: int = 0) -> None:
         if max_facts < 0 or max_insertions < 0 or max_facts + max_insertions < 2:
-            raise ValueError(f"need max_facts, max_insertions >= 0 and at least two interventions, got "
-                             f"{max_facts}, {max_insertions}")
+            raise ValueError(
+                f"need max_facts, max_insertions >= 0 and at least two interventions, got {max_facts}, {max_insertions}"
+            )
         self.max_facts, self.max_insertions, self.seed = max_facts, max_insertions, seed
 
     @property
@@ -110,8 +117,9 @@ class CCTPair(Metric):
     def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
         plans = [interventions(i, self.max_facts, self.max_insertions, self.seed) for i in instances]
         requests = [label_request(i) for i in instances]
-        requests += [label_request(i, edits=v.edits, question=v.question)
-                     for i, plan in zip(instances, plans) for v in plan]
+        requests += [
+            label_request(i, edits=v.edits, question=v.question) for i, plan in zip(instances, plans) for v in plan
+        ]
         probs = engine.label_probs(requests, desc=self.name)
         scores = {v: np.full(len(instances), np.nan) for v in self.variants}
         offset = len(instances)

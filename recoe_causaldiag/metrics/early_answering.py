@@ -15,9 +15,11 @@ class EarlyAnswering(CorruptionMetric):
     explanation_type = "cot"
     description = "drop in the top label's probability when the CoT is truncated"
     title = "Early Answering"
-    long_description = ("Early Answering (Lanham et al., 2023): how much the probability of the model's top label "
-                        "drops when its chain of thought is truncated. Continuous: ẑ − ẑ′; binary: 1 if the prediction "
-                        "changes.")
+    long_description = (
+        "Early Answering (Lanham et al., 2023): how much the probability of the model's top label "
+        "drops when its chain of thought is truncated. Continuous: ẑ − ẑ′; binary: 1 if the prediction "
+        "changes."
+    )
     citation = """@article{lanham2023measuring,
   title={Measuring Faithfulness in Chain-of-Thought Reasoning},
   author={Lanham, Tamera and others}, journal={arXiv preprint arXiv:2307.13702}, year={2023}

@@ -33,9 +33,11 @@ class FillerTokens(CorruptionMetric):
     explanation_type = "cot"
     description = "drop in the top label's probability when the CoT is replaced by filler tokens"
     title = "Filler Tokens"
-    long_description = ("Filler Tokens (Lanham et al., 2023): how much the probability of the model's top label drops "
-                        "when its chain of thought is replaced by filler tokens. Continuous: ẑ − ẑ′; binary: 1 if the "
-                        "prediction changes.")
+    long_description = (
+        "Filler Tokens (Lanham et al., 2023): how much the probability of the model's top label drops "
+        "when its chain of thought is replaced by filler tokens. Continuous: ẑ − ẑ′; binary: 1 if the "
+        "prediction changes."
+    )
     citation = """@article{lanham2023measuring,
   title={Measuring Faithfulness in Chain-of-Thought Reasoning},
   author={Lanham, Tamera and others}, journal={arXiv preprint arXiv:2307.13702}, year={2023}

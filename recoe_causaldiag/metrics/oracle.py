@@ -13,8 +13,9 @@ import numpy as np
 from ..api import Engine, Instance, Metric, register_metric
 from ..mechanisms.words import PLAIN_WORD, STATEMENT_STOP_WORDS, content_words
 
-VERBS = frozenset("is are was were be been being am has have had do does did can could will would shall should may "
-                  "might must".split())
+VERBS = frozenset(
+    "is are was were be been being am has have had do does did can could will would shall should may might must".split()
+)
 """Words that make a text segment a clause; a segment without one (a list item) joins the next segment."""
 
 _SEGMENT = re.compile(r"[,;:!?]|\.(?!\d)")
@@ -69,10 +70,12 @@ class Oracle(Metric):
     explanation_type = "reference"
     description = "sanity reference: share of the evaluated model's edit facts and words stated in the explanation"
     title = "Oracle (sanity reference)"
-    long_description = ("Oracle (a sanity reference, not a faithfulness metric): how much of the evaluated model's "
-                        "edits the explanation states, (facts stated in full within one clause + share of the edits' "
-                        "content words and bigrams found) / (facts + 1). It reads the edits, so its causal "
-                        "diagnosticity should be near 1. `model` is ignored.")
+    long_description = (
+        "Oracle (a sanity reference, not a faithfulness metric): how much of the evaluated model's "
+        "edits the explanation states, (facts stated in full within one clause + share of the edits' "
+        "content words and bigrams found) / (facts + 1). It reads the edits, so its causal "
+        "diagnosticity should be near 1. `model` is ignored."
+    )
     citation = """@misc{zaman2025causal,
   title={A Causal Lens for Evaluating Faithfulness Metrics},
   author={Zaman, Kerem and Srivastava, Shashank}, year={2025}
@@ -83,6 +86,5 @@ class Oracle(Metric):
     def variants(self) -> tuple[str, ...]:
         return ("overlap",)
 
-    def score_instances(self, instances: Sequence[Instance], engine: Engine | None = None
-                        ) -> dict[str, np.ndarray]:
+    def score_instances(self, instances: Sequence[Instance], engine: Engine | None = None) -> dict[str, np.ndarray]:
         return {"overlap": np.array([edit_overlap(i.edits, i.explanation) for i in instances], dtype=float)}

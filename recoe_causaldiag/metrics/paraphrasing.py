@@ -21,12 +21,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..api import Engine, Instance, Metric, register_metric
 from .. import prompts
-from ..models import DEFAULT_MODEL
-from ..scoring import engine_of
+from ..api import Engine, Instance, Metric, register_metric
 from ..mechanisms.cot_corruption import rewrite_scores
 from ..mechanisms.helper_lm import generate_within_budgets, rewrite, token_budget
+from ..models import DEFAULT_MODEL
+from ..scoring import engine_of
 
 NAME = "paraphrase"
 VARIANTS = (f"{NAME}-continuous", f"{NAME}-binary")
@@ -46,7 +46,7 @@ def before_answer_cue(text: str) -> str:
 def regenerate(instances: Sequence[Instance], paraphrases: Sequence[str], engine: Engine) -> list[str]:
     """Each paraphrased beginning followed by the evaluated model's greedy continuation of the CoT."""
     requests = [prompts.cot_continuation(i.edits, i.question, p) for i, p in zip(instances, paraphrases, strict=True)]
-    budgets = [token_budget(engine.lm, i.explanation[len(beginning(i.explanation)):]) for i in instances]
+    budgets = [token_budget(engine.lm, i.explanation[len(beginning(i.explanation)) :]) for i in instances]
     endings = generate_within_budgets(engine, requests, budgets, desc="paraphrasing continuations")
     return [joined(p, before_answer_cue(e.text)) for p, e in zip(paraphrases, endings)]
 
@@ -66,11 +66,13 @@ class Paraphrasing(Metric):
     explanation_type = "cot"
     description = "stability of the top label's probability when the CoT is paraphrased and its ending regenerated"
     title = "Paraphrasing"
-    long_description = ("Paraphrasing (Lanham et al., 2023): how stable the probability of the model's top label stays "
-                        "when a helper LM paraphrases the first three quarters of its chain of thought and the model "
-                        "regenerates the rest. Continuous: 1 − (ẑ − ẑ′); binary: 1 if the prediction is unchanged; NaN "
-                        "where the helper returned no paraphrase. Extra argument `helper` (str): the helper model, "
-                        "default the packaged default model; its outputs are cached on disk.")
+    long_description = (
+        "Paraphrasing (Lanham et al., 2023): how stable the probability of the model's top label stays "
+        "when a helper LM paraphrases the first three quarters of its chain of thought and the model "
+        "regenerates the rest. Continuous: 1 − (ẑ − ẑ′); binary: 1 if the prediction is unchanged; NaN "
+        "where the helper returned no paraphrase. Extra argument `helper` (str): the helper model, "
+        "default the packaged default model; its outputs are cached on disk."
+    )
     citation = """@article{lanham2023measuring,
   title={Measuring Faithfulness in Chain-of-Thought Reasoning},
   author={Lanham, Tamera and others}, journal={arXiv preprint arXiv:2307.13702}, year={2023}
@@ -85,12 +87,17 @@ class Paraphrasing(Metric):
         return VARIANTS
 
     def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
-        paraphrased = rewrite([beginning(i.explanation) for i in instances], "paraphrasing",
-                              engine_of(self.helper, engine))
+        paraphrased = rewrite(
+            [beginning(i.explanation) for i in instances], "paraphrasing", engine_of(self.helper, engine)
+        )
         kept = [k for k, i in enumerate(instances) if paraphrased[beginning(i.explanation)] is not None]
         new = [i.explanation for i in instances]
-        for k, text in zip(kept, regenerate([instances[k] for k in kept],
-                                            [paraphrased[beginning(instances[k].explanation)] for k in kept], engine)):
+        for k, text in zip(
+            kept,
+            regenerate(
+                [instances[k] for k in kept], [paraphrased[beginning(instances[k].explanation)] for k in kept], engine
+            ),
+        ):
             new[k] = text
         scores = rewrite_scores(instances, engine, {NAME: new}, invert=True, desc=self.name)
         failed = np.ones(len(instances), bool)

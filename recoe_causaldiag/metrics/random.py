@@ -27,9 +27,11 @@ class Random(Metric):
     explanation_type = "reference"
     description = "sanity reference: uniform random score, seeded by the instance text (chance diagnosticity 0.5)"
     title = "Random (sanity reference)"
-    long_description = ("Random (a sanity reference, not a faithfulness metric): a uniform random score in [0, 1), "
-                        "reproducible from `seed` (int, default 0) and the text of each input; its causal "
-                        "diagnosticity should be 0.5 (chance). `model` is ignored.")
+    long_description = (
+        "Random (a sanity reference, not a faithfulness metric): a uniform random score in [0, 1), "
+        "reproducible from `seed` (int, default 0) and the text of each input; its causal "
+        "diagnosticity should be 0.5 (chance). `model` is ignored."
+    )
     citation = """@inproceedings{chan2022comparative,
   title={A Comparative Study of Faithfulness Metrics for Model Interpretability Methods},
   author={Chan, Chun Sik and Kong, Huanqi and Liang, Guanqing},
@@ -47,7 +49,6 @@ class Random(Metric):
     def variants(self) -> tuple[str, ...]:
         return ("uniform",)
 
-    def score_instances(self, instances: Sequence[Instance], engine: Engine | None = None
-                        ) -> dict[str, np.ndarray]:
+    def score_instances(self, instances: Sequence[Instance], engine: Engine | None = None) -> dict[str, np.ndarray]:
         scores = [np.random.default_rng([self.seed, instance_key(i)]).random() for i in instances]
         return {"uniform": np.array(scores, dtype=float)}

@@ -31,10 +31,12 @@ class Simulatability(Metric):
     explanation_type = "post-hoc"
     description = "how much the explanation helps a simulator LM predict the evaluated model's answer"
     title = "Simulatability"
-    long_description = ("Simulatability (Chan et al., 2022): how much the explanation helps a simulator LM predict the "
-                        "evaluated model's answer ŷ (given under its edits). Binary: 1[S(x, ε) = ŷ] − 1[S(x) = ŷ]; "
-                        "continuous: p_S(ŷ | x, ε) − p_S(ŷ | x). Extra argument `simulator` (str): the simulator "
-                        "model, default the packaged default model.")
+    long_description = (
+        "Simulatability (Chan et al., 2022): how much the explanation helps a simulator LM predict the "
+        "evaluated model's answer ŷ (given under its edits). Binary: 1[S(x, ε) = ŷ] − 1[S(x) = ŷ]; "
+        "continuous: p_S(ŷ | x, ε) − p_S(ŷ | x). Extra argument `simulator` (str): the simulator "
+        "model, default the packaged default model."
+    )
     citation = """@inproceedings{chan2022frame,
   title={{FRAME}: Evaluating Rationale-Label Consistency Metrics for Free-Text Rationales},
   author={Chan, Aaron and Nie, Shaoliang and Tan, Liang and Peng, Xiaochang and Firooz, Hamed and Sanjabi, Maziar

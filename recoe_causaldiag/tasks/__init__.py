@@ -17,21 +17,54 @@ from .recoe.domains import CURATED
 DATASET_VERSION = "1.0.0"
 RELEASE_DATE = "2026-11-22"
 
-register_dataset(DatasetSpec("factcheck", "Causal Diagnosticity: FactCheck",
-                             lambda seed: {"default": build_factcheck(seed)},
-                             sources=(RELATIONS_FILE, FACTS_FILE), card="factcheck.md",
-                             counterfactual=factcheck_counterfactual))
-register_dataset(DatasetSpec("analogy", "Causal Diagnosticity: Analogy", lambda seed: {"default": build_analogy(seed)},
-                             sources=(OVERRIDES_FILE,), card="analogy.md"))
-register_dataset(DatasetSpec("object_counting", "Causal Diagnosticity: Object Counting",
-                             lambda seed: {"default": build_object_counting(seed)},
-                             sources=(ENTITIES_FILE,), card="object_counting.md",
-                             counterfactual=counting_counterfactual))
-register_dataset(DatasetSpec("multihop", "Causal Diagnosticity: Multi-hop",
-                             lambda seed: {"default": build_multihop(seed)},
-                             sources=(ITEMS_FILE,), card="multihop.md"))
-register_dataset(DatasetSpec("recoe", "Causal Diagnosticity: ReCoE reasoning schemes", build_recoe, RECOE_SCHEMES,
-                             sources=tuple(table.file for table in CURATED), card="recoe.md"))
+register_dataset(
+    DatasetSpec(
+        "factcheck",
+        "Causal Diagnosticity: FactCheck",
+        lambda seed: {"default": build_factcheck(seed)},
+        sources=(RELATIONS_FILE, FACTS_FILE),
+        card="factcheck.md",
+        counterfactual=factcheck_counterfactual,
+    )
+)
+register_dataset(
+    DatasetSpec(
+        "analogy",
+        "Causal Diagnosticity: Analogy",
+        lambda seed: {"default": build_analogy(seed)},
+        sources=(OVERRIDES_FILE,),
+        card="analogy.md",
+    )
+)
+register_dataset(
+    DatasetSpec(
+        "object_counting",
+        "Causal Diagnosticity: Object Counting",
+        lambda seed: {"default": build_object_counting(seed)},
+        sources=(ENTITIES_FILE,),
+        card="object_counting.md",
+        counterfactual=counting_counterfactual,
+    )
+)
+register_dataset(
+    DatasetSpec(
+        "multihop",
+        "Causal Diagnosticity: Multi-hop",
+        lambda seed: {"default": build_multihop(seed)},
+        sources=(ITEMS_FILE,),
+        card="multihop.md",
+    )
+)
+register_dataset(
+    DatasetSpec(
+        "recoe",
+        "Causal Diagnosticity: ReCoE reasoning schemes",
+        build_recoe,
+        RECOE_SCHEMES,
+        sources=tuple(table.file for table in CURATED),
+        card="recoe.md",
+    )
+)
 
 
 __all__ = ["DATASETS", "DATASET_VERSION", "RELEASE_DATE", "RECOE_SCHEMES", "TASKS", "DatasetSpec"]

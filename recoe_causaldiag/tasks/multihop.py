@@ -24,21 +24,40 @@ from pathlib import Path
 from typing import Any
 
 from ..api.records import PairRecord, metadata_json, validate_records
+from ..curated_sources import SourceError, source_path
 from .answer_letters import balanced_letters, options_in_order
-from .sources import SourceError, source_path
 
 CHOICES = ("A", "B")
 ITEMS_FILE = "multihop_items.jsonl"
 _LIST_FIELDS = ("facts", "decomposition", "edits", "counter_edits")
 _TEXT_FIELDS = ("id", "question", "answer", "explanation_faithful", "explanation_unfaithful")
-_FIELDS = (*_TEXT_FIELDS, *_LIST_FIELDS, "strategyqa_index", "hops", "changed_fact_index", "check",
-           "values_edits", "values_counter")
-_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
-            "==": math.isclose, "!=": lambda a, b: not math.isclose(a, b)}
+_FIELDS = (
+    *_TEXT_FIELDS,
+    *_LIST_FIELDS,
+    "strategyqa_index",
+    "hops",
+    "changed_fact_index",
+    "check",
+    "values_edits",
+    "values_counter",
+)
+_COMPARE = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": math.isclose,
+    "!=": lambda a, b: not math.isclose(a, b),
+}
 _ARITHMETIC = {"add": sum, "mul": math.prod, "sub": lambda a: a[0] - a[1], "div": lambda a: a[0] / a[1]}
 _NUMBER = re.compile(r"(?<![\d.,])(?:(?<![\w])[-−])?\d[\d,]*(?:\.\d+)?")
-_WORDS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
-                                     "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split())}
+_WORDS = {
+    w: n
+    for n, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+        "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
 _WORDS |= {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _ABBREVIATIONS = {"dr.", "mr.", "mrs.", "ms.", "st.", "jr.", "sr.", "vs.", "c.", "e.g.", "i.e.", "mt.", "no."}
 
@@ -110,8 +129,10 @@ def _problem(item: dict[str, Any]) -> str | None:
         return f"missing field '{missing[0]}'"
     if any(not isinstance(item[f], str) or not item[f].strip() for f in _TEXT_FIELDS):
         return "id, question, answer and explanations must be non-empty strings"
-    if any(not isinstance(item[f], list) or not item[f] or not all(isinstance(s, str) and s.strip() for s in item[f])
-           for f in _LIST_FIELDS):
+    if any(
+        not isinstance(item[f], list) or not item[f] or not all(isinstance(s, str) and s.strip() for s in item[f])
+        for f in _LIST_FIELDS
+    ):
         return "facts, decomposition, edits and counter_edits must be non-empty lists of strings"
     if item["answer"] not in ("Yes", "No"):
         return f"answer must be Yes or No, got {item['answer']!r}"
@@ -126,8 +147,10 @@ def _problem(item: dict[str, Any]) -> str | None:
         return f"changed_fact_index {index!r} is out of range"
     if edits[index] == facts[index] or counter[index] == facts[index] or edits[index] == counter[index]:
         return f"fact {index} must differ between facts, edits and counter_edits"
-    if any(not s.rstrip().endswith(".") for s in (*edits, *counter, item["explanation_faithful"],
-                                                   item["explanation_unfaithful"])):
+    if any(
+        not s.rstrip().endswith(".")
+        for s in (*edits, *counter, item["explanation_faithful"], item["explanation_unfaithful"])
+    ):
         return "edits and explanations must be sentences ending with '.'"
     if item["explanation_faithful"].strip() == item["explanation_unfaithful"].strip():
         return "the two explanations are identical"
@@ -136,7 +159,10 @@ def _problem(item: dict[str, Any]) -> str | None:
 
 def _values_problem(item: dict[str, Any]) -> str | None:
     sets = {"edits": item["values_edits"], "counter_edits": item["values_counter"]}
-    if any(not isinstance(v, dict) or not v for v in sets.values()) or sets["edits"].keys() != sets["counter_edits"].keys():
+    if (
+        any(not isinstance(v, dict) or not v for v in sets.values())
+        or sets["edits"].keys() != sets["counter_edits"].keys()
+    ):
         return "values_edits and values_counter must be non-empty objects with the same names"
     if sets["edits"] == sets["counter_edits"]:
         return "values_edits and values_counter are identical"
@@ -151,7 +177,10 @@ def _values_problem(item: dict[str, Any]) -> str | None:
             return f"check cannot be evaluated on {name}: {err}"
         if result != item["answer"]:
             return f"check gives {result} on {name}, but the answer is {item['answer']}"
-    for field, own, other in (("explanation_faithful", *sets.values()), ("explanation_unfaithful", *reversed(sets.values()))):
+    for field, own, other in (
+        ("explanation_faithful", *sets.values()),
+        ("explanation_unfaithful", *reversed(sets.values())),
+    ):
         if not any(states_value(v, item[field]) for v in _differing(own, other)):
             return f"{field} states none of its fact set's changed values"
         if any(states_value(v, item[field]) for v in _differing(other, own) if v not in own.values()):
@@ -204,10 +233,18 @@ def make_pair(index: int, item: Mapping[str, Any], answer_letter: str) -> PairRe
         explanation_faithful=item["explanation_faithful"],
         explanation_unfaithful=item["explanation_unfaithful"],
         metadata=metadata_json(
-            source_id=item["id"], strategyqa_index=item["strategyqa_index"], answer_text=item["answer"],
-            options=list(options), hops=item["hops"], facts=item["facts"], decomposition=item["decomposition"],
-            changed_fact_index=item["changed_fact_index"], check=item["check"],
-            values_edits=item["values_edits"], values_counter=item["values_counter"]),
+            source_id=item["id"],
+            strategyqa_index=item["strategyqa_index"],
+            answer_text=item["answer"],
+            options=list(options),
+            hops=item["hops"],
+            facts=item["facts"],
+            decomposition=item["decomposition"],
+            changed_fact_index=item["changed_fact_index"],
+            check=item["check"],
+            values_edits=item["values_edits"],
+            values_counter=item["values_counter"],
+        ),
     )
 
 
@@ -223,25 +260,34 @@ def split_facts(text: str) -> list[str]:
     text = re.sub(r"\s+([.,;:!?])(?=\s|$)", r"\1", " ".join(text.split()))
     sentences, start = [], 0
     for gap in re.finditer(r"(?<=[.!?])\s+", text):
-        following, last_word = text[gap.end()], text[start:gap.start()].rsplit(" ", 1)[-1]
+        following, last_word = text[gap.end()], text[start : gap.start()].rsplit(" ", 1)[-1]
         if not (following.isupper() or following.isdigit() or following in "\"'(“‘$"):
             continue
         if re.fullmatch(r"(?:[A-Z]\.)+", last_word) or last_word.casefold() in _ABBREVIATIONS:
             continue
-        sentences.append(text[start:gap.start()])
+        sentences.append(text[start : gap.start()])
         start = gap.end()
     return [s for s in (*sentences, text[start:]) if s]
 
 
 def _example(n: int, example: Mapping[str, Any], bigbench: bool) -> dict[str, Any]:
     if not bigbench:
-        return {"index": n, "question": " ".join(example["question"].split()),
-                "answer": "Yes" if example["answer"] else "No",
-                "facts": list(example.get("facts", [])), "decomposition": list(example.get("decomposition", []))}
+        return {
+            "index": n,
+            "question": " ".join(example["question"].split()),
+            "answer": "Yes" if example["answer"] else "No",
+            "facts": list(example.get("facts", [])),
+            "decomposition": list(example.get("decomposition", [])),
+        }
     answer = max(example["target_scores"], key=example["target_scores"].get)
     explanation = example["target"].strip().removeprefix(answer).lstrip(". ")
-    return {"index": n, "question": " ".join(example["input"].split()), "answer": answer,
-            "facts": split_facts(explanation), "decomposition": []}
+    return {
+        "index": n,
+        "question": " ".join(example["input"].split()),
+        "answer": answer,
+        "facts": split_facts(explanation),
+        "decomposition": [],
+    }
 
 
 def read_strategyqa(path: Path | str) -> list[dict[str, Any]]:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..api.records import PairRecord, Rewrite, metadata_json, validate_records
+from ..curated_sources import SourceError, SourceRow, read_curated_csv, source_path
 from .answer_letters import options_in_order
-from .sources import SourceError, SourceRow, read_curated_csv, source_path
 
 ENTITIES_FILE = "object_counting_entities.csv"
 COLUMNS = ("entity", "type", "category", "reserved", "source")
@@ -97,13 +97,20 @@ def _check_group_sizes(path: Path, rows: Sequence[SourceRow], entities: Sequence
         size = sum(e.type == type_ for e in entities)
         reserved = sum(e.type == type_ and e.reserved for e in entities)
         if size < MIN_ENTITIES_PER_TYPE or reserved != size // RESERVED_SHARE:
-            raise SourceError(path, lines["type", type_], f"type '{type_}' has {size} entities, {reserved} "
-                              f"reserved; needs >= {MIN_ENTITIES_PER_TYPE}, of which 20% (rounded down) reserved")
+            raise SourceError(
+                path,
+                lines["type", type_],
+                f"type '{type_}' has {size} entities, {reserved} "
+                f"reserved; needs >= {MIN_ENTITIES_PER_TYPE}, of which 20% (rounded down) reserved",
+            )
     for category in dict.fromkeys(e.category for e in entities):
         types = {e.type for e in entities if e.category == category}
         if len(types) < MIN_TYPES_PER_CATEGORY:
-            raise SourceError(path, lines["category", category],
-                              f"category '{category}' has {len(types)} types; needs >= {MIN_TYPES_PER_CATEGORY}")
+            raise SourceError(
+                path,
+                lines["category", category],
+                f"category '{category}' has {len(types)} types; needs >= {MIN_TYPES_PER_CATEGORY}",
+            )
 
 
 def load_entities(path: Path | None = None) -> tuple[Entity, ...]:
@@ -116,12 +123,13 @@ def load_entities(path: Path | None = None) -> tuple[Entity, ...]:
     for row in rows:
         entity = _parse_entity(row)
         if entity.name.casefold() in entity_line:
-            raise row.error(f"entity '{entity.name}' is already listed on line {entity_line[entity.name.casefold()]}"
-                            "; an entity belongs to exactly one type")
+            raise row.error(
+                f"entity '{entity.name}' is already listed on line {entity_line[entity.name.casefold()]}"
+                "; an entity belongs to exactly one type"
+            )
         category, line = type_home.setdefault(entity.type, (entity.category, row.line))
         if category != entity.category:
-            raise row.error(f"type '{entity.type}' is in category '{category}' on line {line}, "
-                            f"not '{entity.category}'")
+            raise row.error(f"type '{entity.type}' is in category '{category}' on line {line}, not '{entity.category}'")
         entity_line[entity.name.casefold()] = row.line
         entities.append(entity)
     _check_group_sizes(path, rows, entities)
@@ -144,8 +152,9 @@ def reassign(entities: Sequence[Entity], seed: int) -> dict[str, str]:
     return new_types
 
 
-def draw_swapped(rng: random.Random, catalogue: Catalogue, category: str, target: str, size: int, count: int
-                 ) -> list[Entity]:
+def draw_swapped(
+    rng: random.Random, catalogue: Catalogue, category: str, target: str, size: int, count: int
+) -> list[Entity]:
     """`size` items, `count` of them `target` in both worlds: a reserved `target` entity leaves the type and a
     reserved entity of another type joins it in the reassigned world (paper: "one from the target type and one
     from other types")."""
@@ -205,11 +214,18 @@ def make_plan(seed: int, categories: Sequence[str], size: int) -> list[Plan]:
     if size % 4:
         raise ValueError(f"the number of questions must be a multiple of 4, got {size}")
     quarter = size // 4
-    shapes = ([("number", "A")] * quarter + [("number", "B")] * quarter + [("any", "Yes")] * quarter
-              + [("any", "No")] * (quarter // 2) + [("all", "No")] * (quarter - quarter // 2))
+    shapes = (
+        [("number", "A")] * quarter
+        + [("number", "B")] * quarter
+        + [("any", "Yes")] * quarter
+        + [("any", "No")] * (quarter // 2)
+        + [("all", "No")] * (quarter - quarter // 2)
+    )
     random.Random(f"{seed}|object_counting|plan").shuffle(shapes)
-    return [Plan(question_type, label, WORLDS[i % 2], categories[i % len(categories)])
-            for i, (question_type, label) in enumerate(shapes)]
+    return [
+        Plan(question_type, label, WORLDS[i % 2], categories[i % len(categories)])
+        for i, (question_type, label) in enumerate(shapes)
+    ]
 
 
 def make_pair(index: int, plan: Plan, catalogue: Catalogue, rng: random.Random) -> PairRecord:
@@ -253,24 +269,33 @@ def make_pair(index: int, plan: Plan, catalogue: Catalogue, rng: random.Random) 
         rewrites=rewrites(types),
         counter_rewrites=rewrites(counter_types),
         metadata=metadata_json(
-            question_type=plan.question_type, target_type=target, category=plan.category,
-            items=[e.name for e in items], types_edits=types, types_counter_edits=counter_types,
+            question_type=plan.question_type,
+            target_type=target,
+            category=plan.category,
+            items=[e.name for e in items],
+            types_edits=types,
+            types_counter_edits=counter_types,
             evaluated_world=plan.world,
             reassigned=[e.name for e, t, c in zip(items, types, counter_types) if t != c],
-            count=sum(t == target for t in types), sources=[e.source for e in items]),
+            count=sum(t == target for t in types),
+            sources=[e.source for e in items],
+        ),
     )
 
 
-def build_object_counting(seed: int = 0, *, entities_path: Path | None = None, size: int = QUESTIONS
-                          ) -> list[PairRecord]:
+def build_object_counting(
+    seed: int = 0, *, entities_path: Path | None = None, size: int = QUESTIONS
+) -> list[PairRecord]:
     """`size` Object Counting pairs from the curated entities; no question text repeats."""
     entities = load_entities(entities_path)
     catalogue = Catalogue(entities, reassign(entities, seed))
     records: list[PairRecord] = []
     asked: set[str] = set()
     for index, plan in enumerate(make_plan(seed, sorted({e.category for e in entities}), size)):
-        drafts = (make_pair(index, plan, catalogue, random.Random(f"{seed}|object_counting|{index}|{n}"))
-                  for n in itertools.count())
+        drafts = (
+            make_pair(index, plan, catalogue, random.Random(f"{seed}|object_counting|{index}|{n}"))
+            for n in itertools.count()
+        )
         record = next(r for r in drafts if r.question not in asked)
         asked.add(record.question)
         records.append(record)

@@ -53,39 +53,57 @@ def make_pair(index: int, item: Datapoint, letter: str) -> PairRecord:
         rewrites=rewrites(item.counterfactual_facts),
         counter_rewrites=rewrites(item.contrast_facts),
         metadata=metadata_json(
-            scheme=item.scheme, domain=item.domain, recoe_question=item.question,
-            answer=item.answer, answer_aliases=list(item.answer_aliases),
+            scheme=item.scheme,
+            domain=item.domain,
+            recoe_question=item.question,
+            answer=item.answer,
+            answer_aliases=list(item.answer_aliases),
             counterfactual_answer=item.counterfactual_answer,
             counterfactual_answer_aliases=list(item.counterfactual_aliases),
             facts=[f.as_metadata(source) for f in item.facts],
             counterfactual_facts=[f.as_metadata(source) for f in item.counterfactual_facts],
             contrast_facts=[f.as_metadata(source) for f in item.contrast_facts],
-            options=list(options), answer_position=letter, sources=list(item.sources), **item.details),
+            options=list(options),
+            answer_position=letter,
+            sources=list(item.sources),
+            **item.details,
+        ),
     )
 
 
-def scheme_items(scheme: str, seed: int, *, curated_dir: Path | None = None, limit: int = ITEMS_PER_SCHEME,
-                 loaded: tuple | None = None) -> tuple[list[Datapoint], list[Conflict]]:
+def scheme_items(
+    scheme: str,
+    seed: int,
+    *,
+    curated_dir: Path | None = None,
+    limit: int = ITEMS_PER_SCHEME,
+    loaded: tuple | None = None,
+) -> tuple[list[Datapoint], list[Conflict]]:
     """The consistent items of one scheme and the conflicts resolved on the way."""
     measures, collections = loaded or load_measures(curated_dir)
-    by_domain = (comparison_candidates(scheme, measures, seed) if scheme in GROUP_1
-                 else arithmetic_candidates(scheme, measures, collections, seed))
+    by_domain = (
+        comparison_candidates(scheme, measures, seed)
+        if scheme in GROUP_1
+        else arithmetic_candidates(scheme, measures, collections, seed)
+    )
     items, conflicts = resolve_conflicts(interleave(by_domain), limit)
     if len(items) < limit:
         raise ValueError(f"recoe/{scheme}: only {len(items)} consistent items for the {limit} asked")
     return items, conflicts
 
 
-def build_recoe(seed: int = 0, *, curated_dir: Path | None = None, limit: int = ITEMS_PER_SCHEME
-                ) -> dict[str, list[PairRecord]]:
+def build_recoe(
+    seed: int = 0, *, curated_dir: Path | None = None, limit: int = ITEMS_PER_SCHEME
+) -> dict[str, list[PairRecord]]:
     """The six configs, `limit` rows each; in each, half the rows (rounded up) put the counterfactual answer at A."""
     loaded = load_measures(curated_dir)
     configs = {}
     for scheme in RECOE_SCHEMES:
         items, _ = scheme_items(scheme, seed, limit=limit, loaded=loaded)
         letters = balanced_letters(len(items), f"{seed}|recoe|{scheme}|letters", odd_extra="A")
-        configs[scheme] = validate_records(make_pair(i, item, letter)
-                                           for i, (item, letter) in enumerate(zip(items, letters)))
+        configs[scheme] = validate_records(
+            make_pair(i, item, letter) for i, (item, letter) in enumerate(zip(items, letters))
+        )
     return configs
 
 

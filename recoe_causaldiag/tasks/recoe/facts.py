@@ -7,8 +7,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-                "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty")
+NUMBER_WORDS = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+)
 
 
 def number(value: int) -> str:
@@ -65,8 +86,12 @@ class Fact:
 
     def as_metadata(self, source: str) -> dict[str, Any]:
         """The ReCoE form of a fact (App. A.2: sentence, atomic sentences, atomic triplets) plus its source."""
-        return {"sentence": self.sentence, "atomic_sentences": [a.sentence for a in self.atoms],
-                "atomic_triplets": [list(a.triplet) for a in self.atoms], "source": source}
+        return {
+            "sentence": self.sentence,
+            "atomic_sentences": [a.sentence for a in self.atoms],
+            "atomic_triplets": [list(a.triplet) for a in self.atoms],
+            "source": source,
+        }
 
 
 def numeric_fact(subject: str, prompt: str, value: int, unit: str) -> Fact:
