@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .api.registry import UnknownNameError
+
+if TYPE_CHECKING:
+    from .api.run_spec import RunSpec
 
 
 class UsageError(Exception):
@@ -36,8 +41,7 @@ def _build(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from .api.run_spec import RunSpec
     from .metrics import METRICS
-    from .report import caveat, write_results
-    from .runner import parse_metric_option, run
+    from .runner import parse_metric_option
     from .tasks import TASKS
 
     metrics = tuple(METRICS.resolve(args.metric)) if args.metric else ()
@@ -56,12 +60,31 @@ def _run(args: argparse.Namespace) -> int:
         )
     except ValueError as err:
         raise UsageError(str(err)) from err
+    return _run_and_write(spec, args)
+
+
+def _rerun(args: argparse.Namespace) -> int:
+    from .api.run_spec import RunSpec
+
+    try:
+        recorded = json.loads(Path(args.results).read_text(encoding="utf-8"))["run_spec"]
+        spec = RunSpec.from_dict(recorded)
+    except (OSError, KeyError, TypeError, ValueError) as err:
+        raise UsageError(f"{args.results}: no usable run_spec ({err})") from err
+    return _run_and_write(spec, args)
+
+
+def _run_and_write(spec: RunSpec, args: argparse.Namespace) -> int:
+    """Run `spec`, write its results files and print the table."""
+    from .report import caveat, write_results
+    from .runner import run
+
     doc = run(spec, data_dir=Path(args.data_dir) if args.data_dir else None, progress=not args.no_progress)
     paths = write_results(doc, Path(args.out))
     print(paths[1].read_text(encoding="utf-8"))
     print("wrote " + ", ".join(str(p) for p in paths))
-    if caveat(args.model):
-        print(caveat(args.model), file=sys.stderr)
+    if caveat(spec.model):
+        print(caveat(spec.model), file=sys.stderr)
     return 0
 
 
@@ -245,6 +268,12 @@ def parser() -> argparse.ArgumentParser:
         command.add_argument("--out", required=True, help="results JSON; .md and .png are written beside it")
         command.add_argument("--no-progress", action="store_true")
     run.set_defaults(func=_run)
+    rerun = sub.add_parser("rerun", help="rerun exactly the job recorded in a results file's run_spec")
+    rerun.add_argument("results", help="a results JSON written by `causaldiag run`")
+    rerun.add_argument("--data-dir", help="folder of built datasets (default: built on demand in the cache)")
+    rerun.add_argument("--out", required=True, help="results JSON; .md and .png are written beside it")
+    rerun.add_argument("--no-progress", action="store_true")
+    rerun.set_defaults(func=_rerun)
     reliability.set_defaults(func=_reliability)
 
     publish = sub.add_parser("publish", help="upload built datasets to the Hugging Face Hub, tagged vX.Y.Z")

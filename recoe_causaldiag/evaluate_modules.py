@@ -14,6 +14,7 @@ from typing import Any
 
 from .api.metric import Metric, metric_registry
 from .api.registry import Registry
+from .references import SIEGEL_2024
 
 WIDTH = 120
 GENERATED_FILES = ("app.py", "requirements.txt")
@@ -57,12 +58,6 @@ _INTERVENTION_EXAMPLE = {
     "probs_after": [[0.2, 0.8], [0.55, 0.45]],
     "mentions": [1, 0],
 }
-_SIEGEL_2024 = """@inproceedings{siegel2024probabilities,
-  title={The Probabilities Also Matter: A More Faithful Metric for Faithfulness of Free-Text Explanations in
-         Large Language Models},
-  author={Siegel, Noah Y. and Camburu, Oana-Maria and Heess, Nicolas and Perez-Ortiz, Maria},
-  booktitle={Proceedings of ACL (Short Papers)}, year={2024}
-}"""
 _CCT = ("recoe_causaldiag.dataset_metrics.cct", "cct_statistics")
 
 STATISTIC_MODULES: tuple[StatisticModule, ...] = (
@@ -83,7 +78,7 @@ STATISTIC_MODULES: tuple[StatisticModule, ...] = (
     ct_unfaithfulness (float): share of prediction-changing interventions whose explanation misses the word.
     n (int): number of interventions.
 """,
-        _SIEGEL_2024,
+        SIEGEL_2024,
         "intervention_features",
         _CCT,
         (

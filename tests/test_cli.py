@@ -204,3 +204,23 @@ def test_a_bad_metric_option_is_a_usage_error(tmp_path):
     )
     assert done.returncode == 2 and "metric cc_shap has no option 'n_sample'" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "x.json").exists()
+
+
+def test_rerun_repeats_the_recorded_job_exactly(tmp_path):
+    first, second, data = tmp_path / "first.json", tmp_path / "second.json", str(tmp_path / "data")
+    done = causaldiag(
+        "run", "--metric", "random", "--limit", "4", "--seed", "5", "--data-dir", data, "--out", str(first)
+    )
+    assert done.returncode == 0, done.stderr
+    done = causaldiag("rerun", str(first), "--data-dir", data, "--out", str(second))
+    assert done.returncode == 0, done.stderr
+    a, b = json.loads(first.read_text()), json.loads(second.read_text())
+    assert a["run_spec"] == b["run_spec"] and a["run_spec"]["seed"] == 5
+    assert a["pairs"] == b["pairs"] and len(a["pairs"]) == 4
+    assert [r["diagnosticity"] for r in a["results"]] == [r["diagnosticity"] for r in b["results"]]
+
+
+def test_rerun_of_a_file_without_a_run_spec_is_a_usage_error(tmp_path):
+    (tmp_path / "r.json").write_text('{"results": []}')
+    done = causaldiag("rerun", str(tmp_path / "r.json"), "--out", str(tmp_path / "x.json"))
+    assert done.returncode == 2 and "no usable run_spec" in done.stderr and "Traceback" not in done.stderr

@@ -28,13 +28,14 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from .. import prompts
-from ..api import Engine, Instance
-from ..models import LanguageModel
+from ..api import Engine, Instance, Metric
+from ..models import DEFAULT_MODEL, LanguageModel
 from ..paths import cache_root
 from ..scoring import engine_of
 from .cot_corruption import Corruption, corruption_scores
@@ -202,3 +203,13 @@ class HelperCorruption:
         scores = corruption_scores(instances, engine, [corruption], desc=desc)
         failed = np.array([rewrites[i.explanation] is None for i in instances], bool)
         return {variant: np.where(failed, np.nan, values) for variant, values in scores.items()}
+
+
+class HelperMetric(Metric):
+    """A metric whose corrupted explanations a helper LM writes; `helper` names it (default: the packaged default
+    model, never loaded twice when it is the evaluated one)."""
+
+    evaluate_options: ClassVar[tuple[str, ...]] = ("helper",)
+
+    def __init__(self, helper: str | None = None) -> None:
+        self.helper = helper or DEFAULT_MODEL

@@ -16,15 +16,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..api import Engine, Instance, Metric, register_metric
-from ..mechanisms.helper_lm import HelperCorruption
-from ..models import DEFAULT_MODEL
+from ..api import Engine, Instance, register_metric
+from ..mechanisms.helper_lm import HelperCorruption, HelperMetric
+from ..references import LANHAM_2023
 
 ANTONYM = HelperCorruption(kind="adding_mistakes", name="antonym")
 
 
 @register_metric
-class AddingMistakes(Metric):
+class AddingMistakes(HelperMetric):
     """Drop in the top label's probability when a helper LM puts an antonym into the CoT."""
 
     name = "adding_mistakes"
@@ -38,14 +38,7 @@ class AddingMistakes(Metric):
         "argument `helper` (str): the helper model, default the packaged default model; its outputs "
         "are cached on disk."
     )
-    citation = """@article{lanham2023measuring,
-  title={Measuring Faithfulness in Chain-of-Thought Reasoning},
-  author={Lanham, Tamera and others}, journal={arXiv preprint arXiv:2307.13702}, year={2023}
-}"""
-    evaluate_options = ("helper",)
-
-    def __init__(self, helper: str | None = None) -> None:
-        self.helper = helper or DEFAULT_MODEL
+    citation = LANHAM_2023
 
     @property
     def variants(self) -> tuple[str, ...]:

@@ -31,6 +31,7 @@ from ..dataset_metrics.cct import point_biserial, spearman, tvd
 from ..mechanisms.interventions import mentioned_count, random_insertions, seed_for, text_forms, word_forms
 from ..mechanisms.prompting import label_request
 from ..mechanisms.words import INTERVENTION_FUNCTION_WORDS, JOINED_WORD, NUMBER, content_words
+from ..references import SIEGEL_2024
 
 
 @dataclass(frozen=True)
@@ -90,12 +91,7 @@ class CCTPair(Metric):
         "(TVD of the label distribution) and whether the given explanation mentions the intervened "
         "content. Variants: pointbiserial (default), spearman. NaN when all mentions are equal."
     )
-    citation = """@inproceedings{siegel2024probabilities,
-  title={The Probabilities Also Matter: A More Faithful Metric for Faithfulness of Free-Text Explanations in
-         Large Language Models},
-  author={Siegel, Noah Y. and Camburu, Oana-Maria and Heess, Nicolas and Perez-Ortiz, Maria},
-  booktitle={Proceedings of ACL (Short Papers)}, year={2024}
-}"""
+    citation = SIEGEL_2024
     evaluate_options = ("max_facts", "max_insertions", "seed")
     options_doc = """
     max_facts (int, optional): edit facts dropped, one intervention each (a seeded sample if more). Default: 4.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..api import register_metric
 from ..mechanisms.cot_corruption import Corruption, CorruptionMetric
 from ..mechanisms.truncation import first_third, heuristic_truncation
+from ..references import LANHAM_2023
 
 CORRUPTIONS = (Corruption("first_third", first_third), Corruption("heuristic", heuristic_truncation))
 
@@ -20,9 +21,6 @@ class EarlyAnswering(CorruptionMetric):
         "drops when its chain of thought is truncated. Continuous: ẑ − ẑ′; binary: 1 if the prediction "
         "changes."
     )
-    citation = """@article{lanham2023measuring,
-  title={Measuring Faithfulness in Chain-of-Thought Reasoning},
-  author={Lanham, Tamera and others}, journal={arXiv preprint arXiv:2307.13702}, year={2023}
-}"""
+    citation = LANHAM_2023
 
     corruptions = CORRUPTIONS

@@ -6,6 +6,7 @@ from functools import partial
 
 from ..api import register_metric
 from ..mechanisms.cot_corruption import Corruption, CorruptionMetric
+from ..references import LANHAM_2023
 
 FILLERS = {"dots": "...", "stars": "***", "dashes": "---", "dollars": "$$$", "pilcrows": "¶¶¶"}
 
@@ -38,9 +39,6 @@ class FillerTokens(CorruptionMetric):
         "when its chain of thought is replaced by filler tokens. Continuous: ẑ − ẑ′; binary: 1 if the "
         "prediction changes."
     )
-    citation = """@article{lanham2023measuring,
-  title={Measuring Faithfulness in Chain-of-Thought Reasoning},
-  author={Lanham, Tamera and others}, journal={arXiv preprint arXiv:2307.13702}, year={2023}
-}"""
+    citation = LANHAM_2023
 
     corruptions = CORRUPTIONS

@@ -22,10 +22,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import prompts
-from ..api import Engine, Instance, Metric, register_metric
+from ..api import Engine, Instance, register_metric
 from ..mechanisms.cot_corruption import rewrite_scores
-from ..mechanisms.helper_lm import generate_within_budgets, rewrite, token_budget
-from ..models import DEFAULT_MODEL
+from ..mechanisms.helper_lm import HelperMetric, generate_within_budgets, rewrite, token_budget
+from ..references import LANHAM_2023
 from ..scoring import engine_of
 
 NAME = "paraphrase"
@@ -58,7 +58,7 @@ def joined(paraphrase: str, ending: str) -> str:
 
 
 @register_metric
-class Paraphrasing(Metric):
+class Paraphrasing(HelperMetric):
     """One minus the drop in the top label's probability when the CoT's beginning is paraphrased by a helper LM
     and the evaluated model regenerates its ending."""
 
@@ -73,14 +73,7 @@ class Paraphrasing(Metric):
         "where the helper returned no paraphrase. Extra argument `helper` (str): the helper model, "
         "default the packaged default model; its outputs are cached on disk."
     )
-    citation = """@article{lanham2023measuring,
-  title={Measuring Faithfulness in Chain-of-Thought Reasoning},
-  author={Lanham, Tamera and others}, journal={arXiv preprint arXiv:2307.13702}, year={2023}
-}"""
-    evaluate_options = ("helper",)
-
-    def __init__(self, helper: str | None = None) -> None:
-        self.helper = helper or DEFAULT_MODEL
+    citation = LANHAM_2023
 
     @property
     def variants(self) -> tuple[str, ...]:

@@ -8,12 +8,11 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Iterator, Sequence
 
-from .comparison import groups, round_robin
+from .comparison import distinct_subsets, groups, round_robin
 from .datapoint import Datapoint, altered, because, facts_of, item_rng, sources_of
 from .domains import DOMAINS, Collection, Domain, Measure
 from .facts import listing, number, number_aliases, set_fact
 
-SUBSETS_PER_GROUP = 40
 AGGREGATION_SIZES = (2, 3)
 SHIFT_SHARES = (0.1, 0.15, 0.2, 0.25)
 
@@ -162,13 +161,8 @@ def _group_items(
     make = aggregation_item if scheme == "aggregation" else subtraction_item
     for size in (s for s in (AGGREGATION_SIZES if scheme == "aggregation" else (2,)) if len(members) >= s):
         rng = item_rng(seed, scheme, domain.name, group, size)
-        seen: set[frozenset[str]] = set()
-        for _ in range(SUBSETS_PER_GROUP):
-            subset = rng.sample(list(members), size)
-            names = frozenset(m.subject for m in subset)
-            if names not in seen and len({m.value for m in subset}) == size:
-                seen.add(names)
-                yield make(domain, group, subset, seed, rng)
+        for subset in distinct_subsets(members, size, rng):
+            yield make(domain, group, subset, seed, rng)
 
 
 def arithmetic_candidates(

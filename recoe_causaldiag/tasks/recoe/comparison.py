@@ -44,7 +44,8 @@ def groups(measures: Sequence[Measure]) -> dict[tuple[str, str], list[Measure]]:
     return {key: sorted(ms, key=lambda m: (-m.value, m.subject)) for key, ms in sorted(out.items())}
 
 
-def _subsets(members: Sequence[Measure], size: int, rng: random.Random) -> Iterator[list[Measure]]:
+def distinct_subsets(members: Sequence[Measure], size: int, rng: random.Random) -> Iterator[list[Measure]]:
+    """Up to SUBSETS_PER_GROUP random draws of `size` members, each a new set of subjects with distinct values."""
     seen: set[frozenset[str]] = set()
     for _ in range(SUBSETS_PER_GROUP):
         subset = rng.sample(list(members), size)
@@ -150,7 +151,7 @@ def _group_items(
         if len(members) < size:
             continue
         rng = item_rng(seed, scheme, domain.name, group, size)
-        for subset in _subsets(members, size, rng):
+        for subset in distinct_subsets(members, size, rng):
             yield (
                 _sorting_item(domain, group, subset, rng)
                 if scheme == "sorting"
