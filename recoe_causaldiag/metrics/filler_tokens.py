@@ -12,8 +12,10 @@ FILLERS = {"dots": "...", "stars": "***", "dashes": "---", "dollars": "$$$", "pi
 
 
 def repeating(filler: str, explanation: str) -> str:
-    """One filler per character of the explanation (the original metric with dots)."""
-    return filler * len(explanation)
+    """One filler per character of the explanation, separated by spaces (the original metric with dots). After the
+    space the CoT prompt puts before an explanation this is the authors' `(" " + filler) * len(explanation)`
+    (`LanhamFiller`), so every filler type gives the same number of filler words, not of characters."""
+    return " ".join(filler for _ in explanation)
 
 
 def non_repeating(filler: str, explanation: str) -> str:
