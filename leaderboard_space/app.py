@@ -10,6 +10,7 @@ import pandas as pd
 
 from recoe_causaldiag.api.run_spec import PRECISIONS
 from recoe_causaldiag.leaderboard.render import (
+    BOARD_LEGEND,
     QUEUE_HEADERS,
     board_figure,
     board_headers,
@@ -68,9 +69,7 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
                 search = gr.Textbox(label="Search model or metric", scale=3, elem_id="board-search")
                 task = gr.Dropdown(["all", *TASKS.names()], value="all", label="Task", scale=1, elem_id="board-task")
                 refresh = gr.Button("Refresh", scale=0, elem_id="board-refresh")
-            table = gr.Dataframe(
-                label="Diagnosticity D [95% CI], * p < 0.05 vs 0.5", interactive=False, wrap=True, elem_id="board-table"
-            )
+            table = gr.Dataframe(label=BOARD_LEGEND, interactive=False, wrap=True, elem_id="board-table")
             plot = gr.Plot(label="D per task with 95% CI", elem_id="board-plot")
             for trigger in (refresh.click, search.submit, task.change):
                 trigger(show_board, [search, task], [table, plot], api_name=False)

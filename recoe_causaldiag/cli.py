@@ -29,12 +29,64 @@ def _build(args: argparse.Namespace) -> int:
         if args.dataset != "factcheck":
             raise UsageError("--counterfact only applies to the factcheck dataset")
         records = build_from_counterfact(Path(args.counterfact), seed=args.seed)
-        out = write_dataset("factcheck", {"default": records}, Path(args.out), version=args.version, seed=args.seed)
+        out = write_dataset(
+            "factcheck",
+            {"default": records},
+            Path(args.out),
+            version=args.version,
+            seed=args.seed,
+            probe_gate=args.probe_gate,
+        )
         print(f"{out}  ({len(records)} pairs from {args.counterfact})")
+        _warn_failed_probes(out)
         return 0
     for name in DATASETS.resolve(args.dataset):
-        out = build_dataset(name, Path(args.out), version=args.version, seed=args.seed)
+        out = build_dataset(name, Path(args.out), version=args.version, seed=args.seed, probe_gate=args.probe_gate)
         print(out)
+        _warn_failed_probes(out)
+    return 0
+
+
+def _warn_failed_probes(folder: Path) -> None:
+    """Name on stderr every artifact probe that failed in a dataset written with its gate off."""
+    from .hub_layout import read_manifest
+
+    probes = read_manifest(folder).get("artifact_probes", {})
+    failed = [row for row in probes.get("results", []) if row["verdict"] == "FAIL"]
+    for row in failed:
+        print(
+            f"warning: {row['task']}: artifact probe '{row['probe']}' D = {row['d']:.3f} "
+            f"(95% CI {row['ci_low']:.3f}-{row['ci_high']:.3f}) fails",
+            file=sys.stderr,
+        )
+    if failed:
+        print(f"warning: {folder.name} written with its probe gate off: {probes['gate']}", file=sys.stderr)
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from .artifact_probes import audit_dataset, gate_message, packaged_tokenizers, render_table
+    from .hub_layout import MANIFEST, load_pairs
+    from .tasks import DATASETS
+
+    tokenizers = packaged_tokenizers()
+    failures = []
+    for name in DATASETS.resolve(args.dataset):
+        spec = DATASETS.get(name)
+        if args.data_dir:
+            folder = Path(args.data_dir) / name
+            if not (folder / MANIFEST).is_file():
+                raise UsageError(
+                    f"{folder} holds no built dataset (run: causaldiag build {name} --out {args.data_dir})"
+                )
+            configs = {config: load_pairs(folder, config) for config in spec.configs}
+        else:
+            configs = spec.build(args.seed)
+        audit = audit_dataset(name, configs, tokenizers)
+        print(f"## {name}\n\n{render_table(audit)}\n")
+        failures += audit.failures
+    if failures:
+        print(f"causaldiag: {gate_message(failures)}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -57,6 +109,7 @@ def _run(args: argparse.Namespace) -> int:
             seed=args.seed,
             batch_size=args.batch_size,
             metric_options=options,
+            swap=not args.no_swap,
         )
     except ValueError as err:
         raise UsageError(str(err)) from err
@@ -244,7 +297,19 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--version", default=DATASET_VERSION)
     build.add_argument("--seed", type=int, default=0)
     build.add_argument("--counterfact", help="build factcheck from a COUNTERFACT JSON file instead")
+    build.add_argument(
+        "--no-probe-gate",
+        dest="probe_gate",
+        action="store_false",
+        help="write the dataset even when an artifact probe fails (the card still shows the FAIL rows)",
+    )
     build.set_defaults(func=_build)
+
+    audit = sub.add_parser("audit", help="artifact probes: text-only scorers that must not separate the pairs")
+    audit.add_argument("dataset", help="dataset name or 'all'")
+    audit.add_argument("--data-dir", help="folder of built datasets (default: build them in memory)")
+    audit.add_argument("--seed", type=int, default=0, help="build seed when no --data-dir is given")
+    audit.set_defaults(func=_audit)
 
     run = sub.add_parser("run", help="diagnosticity of metrics on tasks with one model")
     run.add_argument("--metric", default="all", help="comma-separated metrics or 'all'")
@@ -267,6 +332,9 @@ def parser() -> argparse.ArgumentParser:
         command.add_argument("--data-dir", help="folder of built datasets (default: built on demand in the cache)")
         command.add_argument("--out", required=True, help="results JSON; .md and .png are written beside it")
         command.add_argument("--no-progress", action="store_true")
+        command.add_argument(
+            "--no-swap", action="store_true", help="skip the swapped-roles scoring (D_swap, D_sym); recorded"
+        )
     run.set_defaults(func=_run)
     rerun = sub.add_parser("rerun", help="rerun exactly the job recorded in a results file's run_spec")
     rerun.add_argument("results", help="a results JSON written by `causaldiag run`")

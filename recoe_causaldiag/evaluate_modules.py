@@ -128,9 +128,14 @@ Args:
     unfaithful_scores (list[float]): the metric's score of each pair's unfaithful explanation (NaN if unscored).
     n_resamples (int): bootstrap resamples for the CI, at least 2000. Default 2000.
     seed (int): bootstrap seed. Default 0.
+    clusters (list[str] | None): each pair's cluster (pairs that share an entity), resampled together by the
+        bootstrap and one vote in the sign test. Default None: every pair on its own.
 Returns:
-    diagnosticity (float), ci_low (float), ci_high (float): D and its 95% percentile-bootstrap CI;
-    p_value (float): one-sample t-test of d against 0.5; n_valid (int), n_nan (int).
+    diagnosticity (float), ci_low (float), ci_high (float): D and its 95% CI (hull of the percentile bootstrap and
+        the Wilson score interval: never a point);
+    p_value (float): exact two-sided sign test of d against 0.5, a tie counted half a win and half a loss;
+    p_ttest (float): the paper's one-sample t-test of d against 0.5 (NaN when all d are equal and not 0.5);
+    coverage (float): n_valid / n; n_valid (int), n_nan (int).
 """,
         """@misc{zaman2025causal,
   title={A Causal Lens for Evaluating Faithfulness Metrics},
@@ -143,10 +148,12 @@ Returns:
             ("ci_low", "ci_low"),
             ("ci_high", "ci_high"),
             ("p_value", "p_value"),
+            ("p_ttest", "p_ttest"),
+            ("coverage", "coverage"),
             ("n_valid", "n_valid"),
             ("n_nan", "n_nan"),
         ),
-        options=(("n_resamples", 2000), ("seed", 0)),
+        options=(("n_resamples", 2000), ("seed", 0), ("clusters", None)),
         example={"faithful_scores": [0.9, 0.4, 0.7], "unfaithful_scores": [0.1, 0.4, 0.2]},
     ),
 )

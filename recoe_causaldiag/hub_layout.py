@@ -7,6 +7,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import datasets
 import pyarrow.parquet as pq
@@ -32,10 +33,16 @@ def _size_category(n: int) -> str:
 
 
 def render_card(
-    template: str, sizes: Mapping[str, tuple[int, int, int]], *, version: str, release_date: str, seed: int
+    template: str,
+    sizes: Mapping[str, tuple[int, int, int]],
+    *,
+    version: str,
+    release_date: str,
+    seed: int,
+    sections: Mapping[str, str] | None = None,
 ) -> str:
     """The card template with its `{{placeholders}}` filled: counts, version, date, configs and dataset_info
-    blocks."""
+    blocks, and any further `sections` by name (e.g. `artifact_probes`)."""
     counts = {config: rows for config, (rows, _, _) in sizes.items()}
     configs_yaml = "".join(
         f"- config_name: {c}\n  data_files:\n  - split: test\n    path: {_config_dir(c)}/test-*.parquet\n"
@@ -51,6 +58,7 @@ def render_card(
         "configs_yaml": configs_yaml.rstrip("\n"),
         "dataset_info_yaml": _dataset_info_yaml(sizes),
         "counts_table": "\n".join(f"| {c} | {n} |" for c, n in counts.items()),
+        **(sections or {}),
     }
     text = template
     for key, value in values.items():
@@ -100,9 +108,12 @@ def write_hub_dataset(
     version: str,
     release_date: str,
     seed: int,
+    card_sections: Mapping[str, str] | None = None,
+    manifest_extra: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write `out_dir/<name>/` with the card rendered from `card_template` (replacing the folder whole, never
-    half-written) and return its path."""
+    """Write `out_dir/<name>/` with the card rendered from `card_template` (with `card_sections` filled in) and a
+    MANIFEST holding `manifest_extra` beside the checksums (replacing the folder whole, never half-written), and
+    return its path."""
     target = Path(out_dir) / name
     with staged_folder(target) as staging:
         sizes = {}
@@ -113,14 +124,23 @@ def write_hub_dataset(
             _write_parquet(table, folder / SHARD)
             sizes[config] = (len(records), table.data.nbytes, (folder / SHARD).stat().st_size)
         counts = {c: len(r) for c, r in configs.items()}
-        card = render_card(card_template, sizes, version=version, release_date=release_date, seed=seed)
+        card = render_card(
+            card_template, sizes, version=version, release_date=release_date, seed=seed, sections=card_sections
+        )
         (staging / "README.md").write_text(card, encoding="utf-8")
         checksums = {
             str(p.relative_to(staging)): {"sha256": _sha256(p), "bytes": p.stat().st_size}
             for p in sorted(staging.rglob("*"))
             if p.is_file()
         }
-        manifest = {"name": name, "version": version, "seed": seed, "num_rows": counts, "files": checksums}
+        manifest = {
+            "name": name,
+            "version": version,
+            "seed": seed,
+            "num_rows": counts,
+            "files": checksums,
+            **(manifest_extra or {}),
+        }
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return target
 

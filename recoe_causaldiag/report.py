@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .api.rows import without_nans
+from .statistics import ABOVE, ALPHA, BELOW, MIN_N_VALID, direction_marker
 
 TINY_MODEL_CAVEAT = (
     "{model} is a tiny model and a weak classifier (its label probabilities carry a strong bias); "
@@ -35,38 +36,123 @@ def caveat(model_name: str) -> str | None:
     return TINY_MODEL_CAVEAT.format(model=model_name) if model_name in TINY_MODELS else None
 
 
+def _interval_of(entry: Mapping[str, Any], name: str) -> str:
+    """The CI of the figure `name` of an entry (`<name>_ci_low`, `<name>_ci_high`); "n/a" where it has none."""
+    return f"[{format_number(entry.get(f'{name}_ci_low'))}, {format_number(entry.get(f'{name}_ci_high'))}]"
+
+
+def _marked(value: float | None, p_adjusted: float | None) -> str:
+    """A diagnosticity with its direction marker (▲ above, ▼ below 0.5 on the adjusted p); none where the entry
+    has no adjusted p (results files before schema 1.2)."""
+    return format_number(value) + direction_marker(value, p_adjusted)
+
+
+def _coverage(entry: Mapping[str, Any]) -> str:
+    """'coverage (n valid / n)'; the coverage "n/a" where the entry does not record it (before schema 1.2)."""
+    return f"{format_number(entry.get('coverage'))} ({entry['n_valid']} / {entry['n']})"
+
+
+STATISTICS_FOOTNOTE = (
+    f"{ABOVE} / {BELOW}: significantly above / below 0.5, Holm–Bonferroni adjusted p < {ALPHA} across every test in "
+    "the file (D, D_swap and D_sym of every row). p (sign): exact two-sided sign test of d against 0.5, a tie "
+    "counted as half a win and half a loss, by cluster where pairs share an entity; p (Holm): that p adjusted; "
+    "p (t-test): the paper's one-sample t-test against 0.5, for comparison. 95% CI: the hull of a seeded percentile "
+    "bootstrap (whole clusters resampled where the dataset names them) and the Wilson score interval, never a "
+    "point. Coverage: the share of pairs the metric scored (n valid / n); D is over the scored pairs, while "
+    f"rankings and Copeland scores count a declined pair as a tie (0.5) and skip rows with fewer than {MIN_N_VALID} "
+    "scored pairs."
+)
+
+
 def markdown_table(doc: Mapping[str, Any]) -> str:
-    """Diagnosticity per task, metric and variant, then edit reliability."""
+    """Diagnosticity per task, metric and variant, then the model-side controls: edit reliability and task
+    accuracy."""
     model = doc["model"]["name"]
     lines = [f"Model: `{model}` · editor: {doc['editor']} · explanations: {doc['explanations']}", ""]
     if caveat(model):
         lines += [f"> {caveat(model)}", ""]
-    lines += ["| task | metric | variant | D | 95% CI | p (vs 0.5) | n valid / n |", "|---|---|---|---|---|---|---|"]
-    for r in doc["results"]:
-        sig = "*" if r["p_value"] is not None and r["p_value"] < 0.05 else ""
-        lines.append(
-            f"| {r['task']} | {r['metric']} | {r['variant']} | {format_number(r['diagnosticity'])}{sig} | "
-            f"{_interval(r)} | {format_p_value(r['p_value'])} | {r['n_valid']} / {r['n']} |"
-        )
-    lines += [
-        "",
-        "`*`: significantly different from 0.5 (one-sample t-test, p < 0.05).",
-        "",
-        "| task | edit reliability | 95% CI | n |",
-        "|---|---|---|---|",
-    ]
-    lines += [
-        f"| {e['task']} | {format_number(e['value'])} | {_interval(e)} | {e['n']} |" for e in doc["edit_reliability"]
-    ]
+    lines += _diagnosticity_section(doc) + [""] + _reliability_section(doc) + [""] + _accuracy_section(doc)
     return "\n".join(lines) + "\n"
+
+
+def _diagnosticity_section(doc: Mapping[str, Any]) -> list[str]:
+    """D_sym (the headline where roles were swapped), D and D_swap of every metric variant."""
+    lines = [
+        "| task | metric | variant | D_sym | 95% CI | D | 95% CI | p (sign) | p (Holm) | p (t-test) | D_swap | 95% CI "
+        "| coverage (n valid / n) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in doc["results"]:
+        lines.append(
+            f"| {r['task']} | {r['metric']} | {r['variant']} | {_marked(r.get('d_sym'), r.get('d_sym_p_adjusted'))} | "
+            f"{_interval_of(r, 'd_sym')} | {_marked(r['diagnosticity'], r.get('p_adjusted'))} | {_interval(r)} | "
+            f"{format_p_value(r['p_value'])} | {format_p_value(r.get('p_adjusted'))} | "
+            f"{format_p_value(r.get('p_ttest'))} | {_marked(r.get('d_swap'), r.get('d_swap_p_adjusted'))} | "
+            f"{_interval_of(r, 'd_swap')} | {_coverage(r)} |"
+        )
+    return lines + [
+        "",
+        "D: the evaluated model M̄ (the pair's `edits`) scores both explanations. D_swap: the same with the roles "
+        "swapped (the contrast model's `counter_edits` in context, the unfaithful explanation counted as the "
+        "faithful one). D_sym: the mean over pairs of (d + d_swap) / 2, the headline where it exists; a metric that "
+        "prefers one explanation's text wins one direction and loses the other, so its D_sym sits near 0.5. n/a: "
+        "roles not swapped (Analogy, whose cityOf explanation holds in both models, or a run with `--no-swap`).",
+        STATISTICS_FOOTNOTE,
+    ]
+
+
+def _reliability_section(doc: Mapping[str, Any]) -> list[str]:
+    """Edit reliability (§5.3) one-sided, two-sided and with no edits in context."""
+    lines = [
+        "| task | edit reliability | 95% CI | two-sided | 95% CI | no edits | 95% CI | n |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {e['task']} | {format_number(e['value'])} | {_interval(e)} | {format_number(e.get('two_sided'))} | "
+        f"{_interval_of(e, 'two_sided')} | {format_number(e.get('no_edit'))} | {_interval_of(e, 'no_edit')} | "
+        f"{e['n']} |"
+        for e in doc["edit_reliability"]
+    ]
+    return lines + [
+        "",
+        "Edit reliability: share of pairs whose faithful explanation has the lower perplexity under the edits. "
+        "Two-sided: besides, the unfaithful one has the lower perplexity under the counter edits (n/a where the "
+        "roles cannot be swapped). No edits: the faithful one has the lower perplexity with no edit in context, "
+        "what the text alone prefers; near 0.5 when the preference comes from the edits (the control on Analogy).",
+    ]
+
+
+def _accuracy_section(doc: Mapping[str, Any]) -> list[str]:
+    """Task accuracy of the edited model, direct and CoT (absent from results files before schema 1.2)."""
+    entries = doc.get("accuracy")
+    if not entries:
+        return []
+    lines = ["| task | accuracy direct | 95% CI | accuracy CoT | 95% CI | n |", "|---|---|---|---|---|---|"]
+    lines += [
+        f"| {a['task']} | {format_number(a['direct'])} | {_interval_of(a, 'direct')} | {format_number(a['cot'])} | "
+        f"{_interval_of(a, 'cot')} | {a['direct_n']} |"
+        for a in entries
+    ]
+    return lines + [
+        "",
+        "Accuracy: share of pairs where the evaluated (edited) model's answer is the pair's `answer`, after the "
+        "direct prompt and after the CoT prompt holding the faithful explanation.",
+    ]
+
+
+def _plot_label(entry: Mapping[str, Any]) -> str:
+    """'task · metric · variant ▲ · coverage 0.95': the direction marker where D is significant, the coverage
+    "n/a" where the entry does not record it."""
+    marker = direction_marker(entry["diagnosticity"], entry.get("p_adjusted"))
+    return (
+        f"{entry['task']} · {entry['metric']} · {entry['variant']}{' ' + marker if marker else ''} · "
+        f"coverage {format_number(entry.get('coverage'), '.2f')}"
+    )
 
 
 def _bars(doc: Mapping[str, Any]) -> list[tuple[str, str, float, float, float]]:
     """(label, colour group, value, CI low, CI high) of every diagnosticity and edit reliability with a value."""
-    bars = [
-        (f"{r['task']} · {r['metric']} · {r['variant']}", r["metric"], r["diagnosticity"], r["ci_low"], r["ci_high"])
-        for r in doc["results"]
-    ]
+    bars = [(_plot_label(r), r["metric"], r["diagnosticity"], r["ci_low"], r["ci_high"]) for r in doc["results"]]
     bars += [
         (f"{e['task']} · edit reliability", "edit reliability", e["value"], e["ci_low"], e["ci_high"])
         for e in doc["edit_reliability"]
@@ -111,8 +197,8 @@ def ci_bar_chart(
 
 
 def plot(doc: Mapping[str, Any], path: Path) -> None:
-    """Horizontal bars with 95% bootstrap CIs: diagnosticity per metric variant and edit reliability per task;
-    the dashed line is chance (0.5)."""
+    """Horizontal bars with 95% CIs: diagnosticity per metric variant (labelled with its direction marker and
+    coverage) and edit reliability per task; the dashed line is chance (0.5)."""
     bars = _bars(doc)
     palette: dict[str, str] = {}
     for _, group, *_ in bars:
@@ -122,7 +208,7 @@ def plot(doc: Mapping[str, Any], path: Path) -> None:
     fig = ci_bar_chart(
         [(label, value, low, high) for label, _, value, low, high in bars],
         [palette[group] for _, group, *_ in bars],
-        "causal diagnosticity D / edit reliability (95% bootstrap CI); dashed: chance",
+        f"diagnosticity D / edit reliability (95% CI); dashed: chance; {ABOVE} / {BELOW}: above / below 0.5 (Holm)",
         bar_height=0.28,
         title=title + ("\n(tiny model: pipeline demonstration, not evidence about metrics)" if caveat(model) else ""),
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -13,22 +14,27 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from . import __version__, prompts
+from .api.instance import VariantScores
 from .api.metric import metric_registry
 from .api.records import PairRecord
-from .api.rows import PairScoreRow
+from .api.rows import PairControlRow, PairScoreRow
 from .api.run_spec import DatasetIdentity, RunSpec
+from .api.task import task_registry
+from .controls import accuracy_entry, control_rows, reliability_entry
 from .models import LanguageModel, load_model
 from .scoring import ScoringEngine
-from .statistics import Estimate, diagnosticity_from_d, edit_reliability
+from .statistics import Estimate, diagnosticity_from_d, holm
 from .task_pairs import TaskPairs, iter_task_pairs
 
-SCHEMA_VERSION = "1.1"
-"""1.1: per-pair rows name their pair `pair_id` (1.0: `id`, still read) and `run_spec` is resolved to what ran."""
+SCHEMA_VERSION = "1.2"
+"""1.1: per-pair rows name their pair `pair_id` (1.0: `id`, still read) and `run_spec` is resolved to what ran.
+1.2: model-side controls: swapped-roles statistics (`d_swap…`, `d_sym…`) in results and per-pair rows, two-sided and
+no-edit edit reliability, task `accuracy`, per-pair `pair_controls`; `p_value` is the exact sign test (1.0-1.1: the
+t-test, now `p_ttest`), with `p_adjusted` (Holm across the file) and `coverage` beside it."""
 
 
 def parse_metric_option(text: str) -> tuple[str, str, Any]:
@@ -69,74 +75,133 @@ def with_generated_explanations(
     ]
 
 
-def explanation_perplexities(pairs: Sequence[PairRecord], engine: ScoringEngine) -> tuple[np.ndarray, np.ndarray]:
-    """Perplexity of each pair's faithful and unfaithful explanation under the evaluated model's edits."""
-    requests = [
-        prompts.cot_explanation(p.edits, p.question, e)
-        for p in pairs
-        for e in (p.explanation_faithful, p.explanation_unfaithful)
-    ]
-    ppl = engine.perplexity(requests, desc="edit reliability")
-    return ppl[0::2], ppl[1::2]
-
-
 @dataclass(frozen=True)
 class TaskScores:
-    """One task of a run, scored: the data its pairs came from, the edit reliability of their explanations, the
-    statistics of every metric variant (SPEC §8 result entries) and the per-pair rows those statistics come from."""
+    """One task of a run, scored: the data its pairs came from, the model-side controls (edit reliability, task
+    accuracy, and the per-pair control rows they come from), the statistics of every metric variant (SPEC §8
+    result entries) and the per-pair rows those statistics come from."""
 
     dataset: DatasetIdentity
     edit_reliability: dict[str, Any]
+    accuracy: dict[str, Any]
+    controls: tuple[PairControlRow, ...]
     results: tuple[dict[str, Any], ...]
     rows: tuple[PairScoreRow, ...]
 
 
 def _estimate_fields(estimate: Estimate) -> dict[str, Any]:
+    """A result entry's statistics of one direction (SPEC §8); `p_adjusted` is filled in once every entry of the
+    run exists (`with_adjusted_p_values`)."""
     return {
         "diagnosticity": estimate.value,
         "ci_low": estimate.ci_low,
         "ci_high": estimate.ci_high,
         "p_value": estimate.p_value,
+        "p_adjusted": None,
+        "p_ttest": estimate.p_ttest,
+        "coverage": estimate.coverage,
         "n": estimate.n,
         "n_valid": estimate.n_valid,
         "n_nan": estimate.n_nan,
     }
 
 
+def _direction_fields(direction: str, estimate: Estimate, run: bool) -> dict[str, Any]:
+    """The statistics of another direction (`d_swap`: roles swapped; `d_sym`: both, per pair) keyed as the
+    evaluated direction's with the direction's name (`d_swap`, `d_swap_ci_low`, ...); None throughout where the
+    roles were not swapped."""
+    fields = {
+        direction if key == "diagnosticity" else f"{direction}_{key}": value
+        for key, value in _estimate_fields(estimate).items()
+    }
+    return fields if run else dict.fromkeys(fields)
+
+
+ADJUSTED_P_KEYS = {"p_value": "p_adjusted", "d_swap_p_value": "d_swap_p_adjusted", "d_sym_p_value": "d_sym_p_adjusted"}
+"""Each test of a result entry (D, D_swap, D_sym against 0.5) and where its Holm-adjusted p-value goes."""
+
+
+def with_adjusted_p_values(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The result entries with Holm–Bonferroni adjusted p-values: one family of every test in the entries (D,
+    D_swap and D_sym of every task, metric and variant; a test not run is not counted)."""
+    cells = [(i, key) for i, entry in enumerate(results) for key in ADJUSTED_P_KEYS if key in entry]
+    p_values = [results[i][key] for i, key in cells]
+    adjusted = holm([math.nan if p is None else p for p in p_values])
+    out = [dict(entry) for entry in results]
+    for (i, key), p, value in zip(cells, p_values, adjusted, strict=True):
+        out[i][ADJUSTED_P_KEYS[key]] = None if p is None or math.isnan(value) else float(value)
+    return out
+
+
+def with_swapped_scores(rows: Sequence[PairScoreRow], swapped: Sequence[PairScoreRow]) -> list[PairScoreRow]:
+    """Each pair's row with the same metric variant's scores of the pair with its roles swapped."""
+    return [
+        dataclasses.replace(
+            row, score_faithful_swap=s.score_faithful, score_unfaithful_swap=s.score_unfaithful, d_swap=s.d
+        )
+        for row, s in zip(rows, swapped, strict=True)
+    ]
+
+
 def score_task(spec: RunSpec, task_pairs: TaskPairs, engine: ScoringEngine) -> TaskScores:
-    """Edit reliability and every metric of the spec on one task's pairs: scores → rows → statistics."""
+    """The model-side controls and every metric of the spec on one task's pairs: scores → rows → statistics.
+    Where the task allows it and the spec asks, every metric also scores the pairs with their roles swapped (the
+    contrast model evaluated), in the same engine calls."""
     if spec.explanations == "generated":
         generated = with_generated_explanations(task_pairs.pairs, engine, spec.max_explanation_tokens)
         task_pairs = dataclasses.replace(task_pairs, pairs=tuple(generated))
-    ppl_faithful, ppl_unfaithful = explanation_perplexities(task_pairs.pairs, engine)
-    est = edit_reliability(ppl_faithful, ppl_unfaithful, n_resamples=spec.n_resamples, seed=spec.seed)
-    reliability = {
-        "task": task_pairs.task,
-        "value": est.value,
-        "ci_low": est.ci_low,
-        "ci_high": est.ci_high,
-        "n": est.n,
-    }
+
+    task = task_registry().get(task_pairs.task)
+    pairs, n = task_pairs.pairs, len(task_pairs.pairs)
+    clusters = [p.meta.get("cluster") for p in pairs]
+
+    def estimate(values: Sequence[float]) -> Estimate:
+        """The estimate of per-pair values (one per pair, in order; pairs that share a cluster resampled
+        together), or of nothing."""
+        by_pair = clusters if len(values) else None
+        return diagnosticity_from_d(values, clusters=by_pair, n_resamples=spec.n_resamples, seed=spec.seed)
+
+    swap = spec.swap and task.roles_swappable
+    swapped = TaskPairs(task.name, task_pairs.dataset, tuple(map(task.swapped_roles, pairs)) if swap else ())
+    controls = control_rows(task.name, pairs, engine, counter=task.roles_swappable)
     results: list[dict[str, Any]] = []
     rows: list[PairScoreRow] = []
     for name in spec.metrics:
         started = time.perf_counter()
-        scored = metric_registry().get(name)(**spec.options_for(name)).score(task_pairs.pairs, engine)
+        scored = metric_registry().get(name)(**spec.options_for(name)).score(pairs + swapped.pairs, engine)
         seconds = time.perf_counter() - started
         for variant in scored:
-            variant_rows = task_pairs.score_rows(name, variant)
-            est = diagnosticity_from_d([row.d for row in variant_rows], n_resamples=spec.n_resamples, seed=spec.seed)
+            variant_rows = task_pairs.score_rows(
+                name, VariantScores(variant.variant, variant.faithful[:n], variant.unfaithful[:n])
+            )
+            if swap:
+                swapped_rows = swapped.score_rows(
+                    name, VariantScores(variant.variant, variant.faithful[n:], variant.unfaithful[n:])
+                )
+                variant_rows = with_swapped_scores(variant_rows, swapped_rows)
+            est = estimate([row.d for row in variant_rows])
+            swap_d = [row.d_swap for row in variant_rows] if swap else []
+            sym_d = [row.d_sym for row in variant_rows] if swap else []
             results.append(
                 {
                     "task": task_pairs.task,
                     "metric": name,
                     "variant": variant.variant,
+                    **_direction_fields("d_sym", estimate(sym_d), swap),
                     **_estimate_fields(est),
+                    **_direction_fields("d_swap", estimate(swap_d), swap),
                     "seconds": seconds,
                 }
             )
             rows += variant_rows
-    return TaskScores(task_pairs.dataset, reliability, tuple(results), tuple(rows))
+    return TaskScores(
+        task_pairs.dataset,
+        reliability_entry(task.name, controls, estimate),
+        accuracy_entry(task.name, controls, estimate),
+        tuple(controls),
+        tuple(results),
+        tuple(rows),
+    )
 
 
 def score_tasks(
@@ -169,9 +234,11 @@ class ScoredRun:
             "dataset_versions": {dataset.task: dataset.version for dataset in self.spec.datasets},
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "run_spec": self.spec.to_dict(),
-            "results": [result for task in self.tasks for result in task.results],
+            "results": with_adjusted_p_values([result for task in self.tasks for result in task.results]),
             "edit_reliability": [task.edit_reliability for task in self.tasks],
+            "accuracy": [task.accuracy for task in self.tasks],
             "pairs": [row.to_json() for task in self.tasks for row in task.rows],
+            "pair_controls": [row.to_json() for task in self.tasks for row in task.controls],
         }
 
 

@@ -1,4 +1,5 @@
-"""Analogy pairs: schema, determinism, balance, and the answer recomputed from each edit set by a small solver."""
+"""Analogy pairs: schema, determinism, balance, the answer recomputed from each edit set by a small solver, and
+wordings that leave the relation as the only systematic difference between the two explanations."""
 
 from __future__ import annotations
 
@@ -10,14 +11,22 @@ import pytest
 
 from recoe_causaldiag.api.records import PairRecord, validate_records
 from recoe_causaldiag.curated_sources import SourceError
-from recoe_causaldiag.tasks.analogy import build_analogy, load_atlas, load_overrides
+from recoe_causaldiag.tasks.analogy import (
+    TEMPLATE_WORDS,
+    build_analogy,
+    clause_words,
+    explanation,
+    load_atlas,
+    load_overrides,
+    load_phrasings,
+)
 
 QUESTION = re.compile(r"Fill in the blank: (.+) is to (.+) like (.+) is to ___\. \(A\) (.+) \(B\) (.+)\. Answer\?")
 CAPITAL_FACT = re.compile(r"The capital of (.+) is (.+)\.")
 CITY_FACT = re.compile(r"(.+) is a city in (.+)\.")
-CITY_EXPLANATION = re.compile(r"(.+) is a city in (.+), as (.+) is a city in (.+)\.")
-CAPITAL_EXPLANATION = re.compile(r"The capital of (.+) is (.+), as the capital of (.+) is (.+)\.")
 HEADER = "# test file\n# licence: none\niso,action,value,reason\n"
+PHRASINGS_HEADER = "# test file\n# licence: none\nkind,text,note\n"
+ADVERB = re.compile(r" is (indeed|certainly|clearly) ")
 
 
 class World:
@@ -109,18 +118,52 @@ def test_real_data_does_not_make_the_distractor_a_city_of_the_answer_capital(
 
 
 def test_explanations_are_faithful_to_their_own_edit_set(records: list[PairRecord]) -> None:
+    phrasings = load_phrasings()
     for r in records:
+        meta, wording = r.meta, r.meta["wording"]
+        x = Country(meta["country_x"], meta["capital_x"])
+        y = Country(meta["country_y"], meta["capital_y"])
+        assert r.explanation_faithful == explanation(wording["connector"], tuple(wording["city_of"]), x, y)
+        assert r.explanation_unfaithful == explanation(wording["connector"], tuple(wording["capital_of"]), x, y)
+        assert {ADVERB.sub(" is ", f) for f in wording["city_of"]} <= set(phrasings.city_of), r.id
+        assert {ADVERB.sub(" is ", f) for f in wording["capital_of"]} <= set(phrasings.capital_of), r.id
         edited, contrast = World(r.edits), World(r.counter_edits)
-        query, answer_country, stem_city, stem_country = CITY_EXPLANATION.fullmatch(r.explanation_faithful).groups()
         for world in (edited, contrast):  # city-of holds in both models
-            assert (query, answer_country) in world.city_of and (stem_city, stem_country) in world.city_of
-        answer_country2, query2, stem_country2, stem_city2 = CAPITAL_EXPLANATION.fullmatch(
-            r.explanation_unfaithful
-        ).groups()
-        assert (answer_country2, query2, stem_country2, stem_city2) == (answer_country, query, stem_country, stem_city)
-        assert contrast.capital[answer_country] == query and contrast.capital[stem_country] == stem_city
-        assert edited.capital[answer_country] == query, r.id  # Y keeps its capital in both models
-        assert edited.capital[stem_country] != stem_city, r.id  # the capital fact about X is contradicted by the edits
+            assert (y.capital, y.name) in world.city_of and (x.capital, x.name) in world.city_of
+        assert contrast.capital[y.name] == y.capital and contrast.capital[x.name] == x.capital
+        assert edited.capital[y.name] == y.capital, r.id  # Y keeps its capital in both models
+        assert edited.capital[x.name] != x.capital, r.id  # the capital fact about X is contradicted by the edits
+
+
+class Country:
+    """The two fields `explanation` reads from a country."""
+
+    def __init__(self, name: str, capital: str) -> None:
+        self.name, self.capital = name, capital
+
+
+def test_only_the_relation_separates_the_explanations(records: list[PairRecord]) -> None:
+    """Every clause uses only the edits' template words (plus one adverb in one explanation per pair), the adverb
+    is on each side in half of the pairs, and neither explanation is systematically longer."""
+    adverb_on_faithful = 0
+    for r in records:
+        wording = r.meta["wording"]
+        adverbs = [len(ADVERB.findall(f)) for side in ("city_of", "capital_of") for f in wording[side]]
+        assert sum(adverbs) == 1, r.id
+        adverb_on_faithful += sum(adverbs[:2])
+        for form in (*wording["city_of"], *wording["capital_of"]):
+            assert set(clause_words(ADVERB.sub(" is ", form))) <= TEMPLATE_WORDS
+        assert "capital" not in r.explanation_faithful and "capital" in r.explanation_unfaithful
+    assert adverb_on_faithful == len(records) // 2
+    longer = sum(len(r.explanation_faithful) > len(r.explanation_unfaithful) for r in records) / len(records)
+    assert 0.42 <= longer <= 0.58
+    gaps = [len(r.explanation_faithful.split()) - len(r.explanation_unfaithful.split()) for r in records]
+    assert max(map(abs, gaps)) <= 2 and abs(sum(gaps)) / len(records) < 0.1
+
+
+def test_metadata_holds_world_facts_and_cluster(records: list[PairRecord]) -> None:
+    for r in records:
+        assert tuple(r.meta["facts"]) == r.counter_edits and r.meta["cluster"] == r.meta["iso_x"]
 
 
 def test_pairs_balance_and_roles(records: list[PairRecord]) -> None:
@@ -178,3 +221,29 @@ def test_bad_override_file_stops_the_build(tmp_path: Path) -> None:
     path.write_text(HEADER + "FR,exclude,,a\nFR,exclude,,twice\n")
     with pytest.raises(SourceError, match=f"{path}:5: second 'exclude' override for 'FR'"):
         build_analogy(0, overrides_path=path)
+
+
+@pytest.mark.parametrize(
+    "row, problem",
+    [
+        ("city_of,{city} is near {country},", "words outside the edits' templates: near"),
+        ("city_of,{city} is a city in,", "must hold {city} and {country}"),
+        ("capital_of,{country} capital {city},", "has no 'is'"),
+        ('connector,"{first}, as.",', "must hold {first} and {second}"),
+        ("relation,{city} is a city in {country},", "unknown kind 'relation'"),
+        ("city_of,{city} is a city in {country},", "repeats an earlier city_of phrasing"),
+    ],
+)
+def test_bad_phrasing_row_names_its_line(tmp_path: Path, row: str, problem: str) -> None:
+    path = tmp_path / "phrasings.csv"
+    rows = "city_of,{city} is a city in {country},\ncapital_of,the capital of {country} is {city},\n"
+    path.write_text(PHRASINGS_HEADER + rows + 'connector,"{first}, as {second}.",\nadverb,indeed,\n' + row + "\n")
+    with pytest.raises(SourceError, match=f"{path}:8: .*{re.escape(problem)}"):
+        load_phrasings(path)
+
+
+def test_phrasings_need_every_kind(tmp_path: Path) -> None:
+    path = tmp_path / "phrasings.csv"
+    path.write_text(PHRASINGS_HEADER + "city_of,{city} is a city in {country},\n")
+    with pytest.raises(SourceError, match="no phrasing of kind 'capital_of'"):
+        load_phrasings(path)

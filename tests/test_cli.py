@@ -11,19 +11,12 @@ import numpy as np
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SPEC_RESULT_KEYS = {
-    "task",
-    "metric",
-    "variant",
-    "diagnosticity",
-    "ci_low",
-    "ci_high",
-    "p_value",
-    "n",
-    "n_valid",
-    "n_nan",
-    "seconds",
-}
+ESTIMATE_KEYS = {"ci_low", "ci_high", "p_value", "p_adjusted", "p_ttest", "coverage", "n", "n_valid", "n_nan"}
+SPEC_RESULT_KEYS = (
+    {"task", "metric", "variant", "diagnosticity", "seconds", "d_swap", "d_sym"}
+    | ESTIMATE_KEYS
+    | {f"{direction}_{key}" for direction in ("d_swap", "d_sym") for key in ESTIMATE_KEYS}
+)
 
 
 def causaldiag(*args, cwd=None):
@@ -110,33 +103,55 @@ def test_run_on_the_default_model_end_to_end(tmp_path):
         "created_at",
         "results",
         "edit_reliability",
+        "accuracy",
         "pairs",
+        "pair_controls",
     } <= set(doc)
     assert set(doc["model"]) == {"name", "revision", "dtype", "device"}
-    assert doc["model"]["name"] == "smollm2-135m-instruct" and doc["dataset_versions"] == {"factcheck": "1.0.0"}
+    assert doc["model"]["name"] == "smollm2-135m-instruct" and doc["dataset_versions"] == {"factcheck": "1.1.0"}
     assert len(doc["results"]) == 20 + 4
     d_values = defaultdict(list)
     for row in doc["pairs"]:
-        d_values[(row["task"], row["metric"], row["variant"])].append(row["d"])
-        if row["d"] is not None:
-            f, u = row["score_faithful"], row["score_unfaithful"]
-            assert row["d"] == (1.0 if f > u else 0.5 if f == u else 0.0)
+        d_values[(row["task"], row["metric"], row["variant"])].append(row)
+        for score, d in (("score_faithful", "d"), ("score_faithful_swap", "d_swap")):
+            if row[d] is not None:
+                f, u = row[score], row[score.replace("faithful", "unfaithful")]
+                assert row[d] == (1.0 if f > u else 0.5 if f == u else 0.0)
     for result in doc["results"]:
         assert set(result) == SPEC_RESULT_KEYS
-        d = [x for x in d_values[(result["task"], result["metric"], result["variant"])] if x is not None]
+        rows = d_values[(result["task"], result["metric"], result["variant"])]
+        d = [r["d"] for r in rows if r["d"] is not None]
         assert result["n"] == 8 and result["n_valid"] == len(d) and result["n_nan"] == 8 - len(d)
         assert result["diagnosticity"] == pytest.approx(np.mean(d))
         assert result["ci_low"] <= result["diagnosticity"] <= result["ci_high"]
-    assert [e["task"] for e in doc["edit_reliability"]] == ["factcheck"] and doc["edit_reliability"][0]["n"] == 8
+        d_swap = [r["d_swap"] for r in rows if r["d_swap"] is not None]
+        d_sym = [(r["d"] + r["d_swap"]) / 2 for r in rows if None not in (r["d"], r["d_swap"])]
+        assert result["d_swap_n_valid"] == len(d_swap) and result["d_sym_n_valid"] == len(d_sym)
+        if d_sym:
+            assert result["d_swap"] == pytest.approx(np.mean(d_swap))
+            assert result["d_sym"] == pytest.approx(np.mean(d_sym))
+    (reliability,), (accuracy,) = doc["edit_reliability"], doc["accuracy"]
+    controls = doc["pair_controls"]
+    assert reliability["task"] == accuracy["task"] == "factcheck" and reliability["n"] == len(controls) == 8
+    faithful_preferred = [c["ppl_faithful"] < c["ppl_unfaithful"] for c in controls]
+    assert reliability["value"] == np.mean(faithful_preferred)
+    assert reliability["two_sided"] == np.mean(
+        [f and c["ppl_unfaithful_counter"] < c["ppl_faithful_counter"] for f, c in zip(faithful_preferred, controls)]
+    )
+    no_edit_preferred = [c["ppl_faithful_no_edit"] < c["ppl_unfaithful_no_edit"] for c in controls]
+    assert reliability["no_edit"] == np.mean(no_edit_preferred)
+    assert accuracy["direct"] == np.mean([c["direct_answer"] == c["answer"] for c in controls])
+    assert accuracy["cot"] == np.mean([c["cot_answer"] == c["answer"] for c in controls])
     table = out.with_suffix(".md").read_text()
     assert "| factcheck | filler_tokens | repeating-dots-continuous |" in table and "tiny model" in table
+    assert "| task | edit reliability | 95% CI | two-sided |" in table and "| task | accuracy direct |" in table
     assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_publish_dry_run_lists_repos_files_and_tags(tmp_path):
     done = causaldiag("publish", "factcheck", "--dry-run", "--data-dir", str(tmp_path))
     assert done.returncode == 0, done.stderr
-    assert "[dry run] would upload dataset repo causal-diagnosticity/factcheck (tag v1.0.0)" in done.stdout
+    assert "[dry run] would upload dataset repo causal-diagnosticity/factcheck (tag v1.1.0)" in done.stdout
     assert "data/test-00000-of-00001.parquet" in done.stdout and "bytes" in done.stdout
 
 
@@ -209,13 +224,14 @@ def test_a_bad_metric_option_is_a_usage_error(tmp_path):
 def test_rerun_repeats_the_recorded_job_exactly(tmp_path):
     first, second, data = tmp_path / "first.json", tmp_path / "second.json", str(tmp_path / "data")
     done = causaldiag(
-        "run", "--metric", "random", "--limit", "4", "--seed", "5", "--data-dir", data, "--out", str(first)
+        "run", "--metric", "random", "--limit", "4", "--seed", "5", "--no-swap", "--data-dir", data, "--out", str(first)
     )
     assert done.returncode == 0, done.stderr
     done = causaldiag("rerun", str(first), "--data-dir", data, "--out", str(second))
     assert done.returncode == 0, done.stderr
     a, b = json.loads(first.read_text()), json.loads(second.read_text())
-    assert a["run_spec"] == b["run_spec"] and a["run_spec"]["seed"] == 5
+    assert a["run_spec"] == b["run_spec"] and a["run_spec"]["seed"] == 5 and a["run_spec"]["swap"] is False
+    assert a["results"][0]["d_sym"] is None and "d_swap" not in a["pairs"][0]
     assert a["pairs"] == b["pairs"] and len(a["pairs"]) == 4
     assert [r["diagnosticity"] for r in a["results"]] == [r["diagnosticity"] for r in b["results"]]
 

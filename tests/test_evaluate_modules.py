@@ -91,7 +91,7 @@ def test_diagnosticity_module_interface(monkeypatch):
 
     module = evaluate.load(str(ROOT / "metrics_evaluate" / "diagnosticity"))
     results = module.compute(faithful_scores=[0.9, 0.4, 0.7, math.nan], unfaithful_scores=[0.1, 0.4, 0.2, 0.3])
-    assert set(results) == {"diagnosticity", "ci_low", "ci_high", "p_value", "n_valid", "n_nan"}
+    assert set(results) == {"diagnosticity", "ci_low", "ci_high", "p_value", "p_ttest", "coverage", "n_valid", "n_nan"}
     assert results["diagnosticity"] == pytest.approx(2.5 / 3) and results["n_valid"] == 3 and results["n_nan"] == 1
     with pytest.raises(ValueError, match="unfaithful_scores"):
         module.compute(faithful_scores=[0.1, 0.2], unfaithful_scores=[0.1])

@@ -66,10 +66,10 @@ def test_hub_layout_loads_with_datasets(factcheck_dir):
     assert table.num_rows == len(load_pairs(factcheck_dir)) >= 300
     assert set(table.column_names) == set(datasets.load_dataset(str(factcheck_dir), split="test").features)
     manifest = read_manifest(factcheck_dir)
-    assert manifest["version"] == "1.0.0" and manifest["num_rows"] == {"default": table.num_rows}
+    assert manifest["version"] == "1.1.0" and manifest["num_rows"] == {"default": table.num_rows}
     assert set(manifest["files"]) == {"README.md", "data/test-00000-of-00001.parquet"}
     card = (factcheck_dir / "README.md").read_text()
-    assert "{{" not in card and "v1.0.0" in card and f"{table.num_rows} pairs" in card
+    assert "{{" not in card and "v1.1.0" in card and f"{table.num_rows} pairs" in card
 
 
 def test_builds_are_byte_identical(tmp_path, factcheck_dir):

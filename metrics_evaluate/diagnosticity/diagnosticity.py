@@ -17,9 +17,14 @@ Args:
     unfaithful_scores (list[float]): the metric's score of each pair's unfaithful explanation (NaN if unscored).
     n_resamples (int): bootstrap resamples for the CI, at least 2000. Default 2000.
     seed (int): bootstrap seed. Default 0.
+    clusters (list[str] | None): each pair's cluster (pairs that share an entity), resampled together by the
+        bootstrap and one vote in the sign test. Default None: every pair on its own.
 Returns:
-    diagnosticity (float), ci_low (float), ci_high (float): D and its 95% percentile-bootstrap CI;
-    p_value (float): one-sample t-test of d against 0.5; n_valid (int), n_nan (int).
+    diagnosticity (float), ci_low (float), ci_high (float): D and its 95% CI (hull of the percentile bootstrap and
+        the Wilson score interval: never a point);
+    p_value (float): exact two-sided sign test of d against 0.5, a tie counted half a win and half a loss;
+    p_ttest (float): the paper's one-sample t-test of d against 0.5 (NaN when all d are equal and not 0.5);
+    coverage (float): n_valid / n; n_valid (int), n_nan (int).
 """
 
 _CITATION = """@misc{zaman2025causal,
@@ -39,13 +44,17 @@ class Diagnosticity(evaluate.Metric):
             features=score_pair_features(),
         )
 
-    def _compute(self, faithful_scores, unfaithful_scores, n_resamples=2000, seed=0):
-        result = diagnosticity(faithful_scores, unfaithful_scores, n_resamples=n_resamples, seed=seed)
+    def _compute(self, faithful_scores, unfaithful_scores, n_resamples=2000, seed=0, clusters=None):
+        result = diagnosticity(
+            faithful_scores, unfaithful_scores, n_resamples=n_resamples, seed=seed, clusters=clusters
+        )
         return {
             "diagnosticity": result.value,
             "ci_low": result.ci_low,
             "ci_high": result.ci_high,
             "p_value": result.p_value,
+            "p_ttest": result.p_ttest,
+            "coverage": result.coverage,
             "n_valid": result.n_valid,
             "n_nan": result.n_nan,
         }

@@ -62,6 +62,8 @@ class RunSpec:
     n_resamples: int = 2000
     max_explanation_tokens: int = 48
     metric_options: tuple[tuple[str, str, Any], ...] = ()
+    swap: bool = True
+    """Also score every metric with the roles swapped (the contrast model evaluated) where the task allows it."""
     revision: str | None = None
     precision: str = "auto"
     device: str | None = None

@@ -3,8 +3,9 @@ task-specific hooks that metrics reach only through this contract."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .instance import Counterfactual, Instance
@@ -23,7 +24,13 @@ CounterfactualHook = Callable[[Instance, TokenCounter], "Counterfactual | None"]
 @dataclass(frozen=True)
 class DatasetSpec:
     """A published dataset: how its pairs are built (seed → config → records), the curated sources they come
-    from, which card describes it, and the task hooks that metrics may call."""
+    from, which card describes it, and the task hooks that metrics may call.
+
+    `roles_swappable`: whether either edited model may be the evaluated one (paper 000 §3.2), so that a pair can
+    also be scored with the contrast model's edits and the explanations' roles exchanged; false where one
+    explanation is faithful to both models (Analogy: cityOf holds in both). `role_metadata`: pairs of metadata
+    keys holding the evaluated and the contrast model's version of one thing (what a task hook reads of the
+    evaluated model), exchanged with the roles."""
 
     name: str
     pretty_name: str
@@ -32,25 +39,58 @@ class DatasetSpec:
     sources: tuple[str, ...] = ()
     card: str = ""
     counterfactual: CounterfactualHook | None = field(default=None, compare=False)
+    roles_swappable: bool = True
+    role_metadata: tuple[tuple[str, str], ...] = ()
 
     def task_names(self) -> list[str]:
         return [self.name] if self.configs == ("default",) else [f"{self.name}/{c}" for c in self.configs]
 
     def tasks(self) -> list[TaskSpec]:
         return [
-            TaskSpec(task, self.name, config, self.counterfactual)
+            TaskSpec(task, self.name, config, self.counterfactual, self.roles_swappable, self.role_metadata)
             for task, config in zip(self.task_names(), self.configs)
         ]
 
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """One task: a config of a dataset, with its hooks."""
+    """One task: a config of a dataset, with its hooks and whether its pairs' roles may be swapped."""
 
     name: str
     dataset: str
     config: str
     counterfactual: CounterfactualHook | None = field(default=None, compare=False)
+    roles_swappable: bool = True
+    role_metadata: tuple[tuple[str, str], ...] = ()
+
+    def swapped_roles(self, pair: PairRecord) -> PairRecord:
+        """The pair seen from its contrast model M̃ as the evaluated one: `counter_edits` (and rewrites) become the
+        edits, the unfaithful explanation becomes the faithful one and vice versa, the role metadata is exchanged.
+        `answer` stays: both edited models answer it by construction. `flip_edits` are dropped: they flip M̄'s
+        edits, so a hook rebuilds them from the swapped edits (or the metric returns NaN). ValueError when the
+        task's roles cannot be swapped or the pair has no `counter_edits`."""
+        if not self.roles_swappable:
+            raise ValueError(f"task {self.name}: roles cannot be swapped (one explanation is faithful to both models)")
+        if not pair.counter_edits:
+            raise ValueError(
+                f"task {self.name}: pair {pair.id} has no counter_edits, so its roles cannot be swapped "
+                "(run without swapped roles: --no-swap)"
+            )
+        meta = json.loads(pair.metadata)
+        for evaluated, contrast in self.role_metadata:
+            if evaluated in meta or contrast in meta:
+                meta[evaluated], meta[contrast] = meta.get(contrast), meta.get(evaluated)
+        return replace(
+            pair,
+            edits=pair.counter_edits,
+            counter_edits=pair.edits,
+            explanation_faithful=pair.explanation_unfaithful,
+            explanation_unfaithful=pair.explanation_faithful,
+            rewrites=pair.counter_rewrites,
+            counter_rewrites=pair.rewrites,
+            flip_edits=(),
+            metadata=json.dumps(meta, sort_keys=True, ensure_ascii=False),
+        )
 
 
 DATASETS: Registry[DatasetSpec] = Registry("dataset")

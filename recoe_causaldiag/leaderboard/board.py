@@ -1,5 +1,9 @@
 """The leaderboard, computed from stored per-pair scores with the library's statistics (no second
-implementation): per-task diagnosticity with CI and significance, the mean over tasks, and Copeland scores."""
+implementation): per-task diagnosticity with CI, coverage and a direction marker on the Holm-adjusted sign test,
+the coverage-aware mean over tasks, and Copeland scores.
+
+Everything is recomputed from the stored d of each pair, so results files of every schema version give the same
+figures; stored rows carry no cluster, so the board resamples pairs individually."""
 
 from __future__ import annotations
 
@@ -11,16 +15,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..statistics import Estimate, copeland, diagnosticity_from_d
+from ..statistics import Estimate, copeland, diagnosticity_from_d, direction_marker, holm
 from .queue import FinishedScore, JobQueue
-
-SIGNIFICANCE = 0.05
 
 
 @dataclass(frozen=True)
 class BoardRow:
-    """One model configuration × metric variant: per-task diagnosticity, the mean over its tasks, and the
-    metric variant's Copeland score over every (task, model configuration) on the board."""
+    """One model configuration × metric variant: per-task diagnosticity and its Holm-adjusted sign-test p (one
+    family per model configuration: every task and metric variant it was scored on), the mean over its rankable
+    tasks of the coverage-aware D (a declined pair counts as a tie; tasks with fewer than `MIN_N_VALID` scored
+    pairs left out; NaN when none is left), and the metric variant's Copeland score over every (task, model
+    configuration) on the board (NaN where it entered no comparison)."""
 
     model: str
     revision: str
@@ -30,6 +35,7 @@ class BoardRow:
     metric: str
     variant: str
     per_task: Mapping[str, Estimate]
+    p_adjusted: Mapping[str, float]
     mean: float
     copeland: float
 
@@ -37,16 +43,16 @@ class BoardRow:
     def metric_label(self) -> str:
         return f"{self.metric} · {self.variant}"
 
+    def marker(self, task: str) -> str:
+        """▲ / ▼ where D on `task` is significantly above / below 0.5 (adjusted p), "" otherwise."""
+        estimate = self.per_task.get(task)
+        return "" if estimate is None else direction_marker(estimate.value, self.p_adjusted.get(task))
+
 
 @dataclass(frozen=True)
 class Board:
     tasks: tuple[str, ...]
     rows: tuple[BoardRow, ...]
-
-
-def significant(estimate: Estimate) -> bool:
-    """Diagnosticity significantly different from chance (t-test against 0.5, p < 0.05)."""
-    return not math.isnan(estimate.p_value) and estimate.p_value < SIGNIFICANCE
 
 
 def _latest_per_cell(scores: Sequence[FinishedScore]) -> dict[tuple, dict[str, float]]:
@@ -64,6 +70,8 @@ def _latest_per_cell(scores: Sequence[FinishedScore]) -> dict[tuple, dict[str, f
 
 
 def compute_board(scores: Sequence[FinishedScore], n_resamples: int = 2000) -> Board:
+    """The board of the stored scores (the newest job's per cell), ranked by the coverage-aware mean D; rows with
+    no rankable task come last."""
     cells = _latest_per_cell(scores)
     tasks = tuple(sorted({key[5] for key in cells}))
     per_row: dict[tuple, dict[str, Estimate]] = defaultdict(dict)
@@ -74,20 +82,35 @@ def compute_board(scores: Sequence[FinishedScore], n_resamples: int = 2000) -> B
         per_row[(*config, metric, variant)][task] = diagnosticity_from_d(d, n_resamples=n_resamples)
         configurations[(*config, task)][f"{metric} · {variant}"] = d_by_pair
     wins = copeland({str(name): _aligned(metrics) for name, metrics in configurations.items()})
+    adjusted = _holm_per_configuration(per_row)
     rows = []
     for key, per_task in per_row.items():
-        values = [e.value for e in per_task.values() if not math.isnan(e.value)]
+        values = [e.coverage_aware for e in per_task.values() if e.rankable]
         label = f"{key[5]} · {key[6]}"
         rows.append(
             BoardRow(
                 *key,
                 per_task=per_task,
+                p_adjusted=adjusted[key],
                 mean=float(np.mean(values)) if values else math.nan,
                 copeland=wins.get(label, math.nan),
             )
         )
     rows.sort(key=lambda r: (-(r.mean if not math.isnan(r.mean) else -1.0), r.model, r.metric, r.variant))
     return Board(tasks, tuple(rows))
+
+
+def _holm_per_configuration(per_row: Mapping[tuple, Mapping[str, Estimate]]) -> dict[tuple, dict[str, float]]:
+    """Row key → task → Holm-adjusted sign-test p, one family per model configuration (what one run of that
+    configuration would adjust across)."""
+    families: dict[tuple, list[tuple[tuple, str]]] = defaultdict(list)
+    for key, per_task in per_row.items():
+        families[key[:5]] += [(key, task) for task in per_task]
+    adjusted: dict[tuple, dict[str, float]] = defaultdict(dict)
+    for cells in families.values():
+        for (key, task), p in zip(cells, holm([per_row[key][task].p_value for key, task in cells]), strict=True):
+            adjusted[key][task] = float(p)
+    return adjusted
 
 
 def _aligned(metrics: Mapping[str, Mapping[str, float]]) -> dict[str, list[float]]:

@@ -21,7 +21,9 @@ configs:
 # Causal diagnosticity leaderboard results
 
 `leaderboard.json`: one row per model configuration × metric variant, with per-task diagnosticity (mean of d
-over valid pairs, 95% percentile-bootstrap CI, t-test against 0.5), the mean over tasks and the Copeland score.
+over valid pairs, 95% CI, exact sign test against 0.5 as `p_value` and Holm-adjusted within the model
+configuration as `p_adjusted`, the paper's t-test as `p_ttest`, coverage and coverage-aware D), the mean over
+tasks of the coverage-aware D and the Copeland score.
 `pairs.jsonl`: every per-pair score of every finished job (`d` = 1 if the faithful explanation scores higher,
 0.5 on a tie, 0 if lower; null where the metric could not score).
 """
@@ -37,7 +39,7 @@ def board_document(board: Board) -> list[dict]:
             "explanations": r.explanations,
             "metric": r.metric,
             "variant": r.variant,
-            "tasks": {t: without_nans(asdict(e)) for t, e in r.per_task.items()},
+            "tasks": {t: without_nans(asdict(e) | {"p_adjusted": r.p_adjusted[t]}) for t, e in r.per_task.items()},
             "mean": json_number(r.mean),
             "copeland": json_number(r.copeland),
         }

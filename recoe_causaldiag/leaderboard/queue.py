@@ -356,7 +356,10 @@ class JobQueue:
             if owned.rowcount != 1 or stored is not None:
                 return False
             if rows:
-                conn.execute(insert(pair_scores), [{**row.to_json(), "job_id": job_id} for row in rows])
+                conn.execute(
+                    insert(pair_scores),
+                    [{**row.evaluated_direction().to_json(), "job_id": job_id} for row in rows],
+                )
             conn.execute(
                 insert(job_tasks).values(
                     job_id=job_id, task=task, dataset_version=dataset_version, seconds=seconds, done_at=self.now()

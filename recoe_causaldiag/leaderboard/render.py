@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..report import ci_bar_chart, format_number
-from .board import Board, BoardRow, significant
+from ..statistics import ABOVE, ALPHA, BELOW, MIN_N_VALID
+from .board import Board, BoardRow
 from .queue import Job
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
@@ -34,15 +35,24 @@ def inert(text: str) -> str:
     return html.escape(_MARKDOWN_SPECIAL.sub(r"\\\1", str(text)), quote=False).replace("\n", " ")
 
 
+BOARD_LEGEND = (
+    f"Diagnosticity D [95% CI] of the scored pairs, coverage (scored / all pairs); {ABOVE} / {BELOW}: D above / "
+    f"below 0.5, exact sign test (a tie half a win, half a loss), Holm-adjusted p < {ALPHA} within each model "
+    "configuration. Mean D and Copeland count a declined pair as a tie (0.5) and skip a task with fewer than "
+    f"{MIN_N_VALID} scored pairs; n/a: nothing to rank."
+)
+
+
 def cell(row: BoardRow, task: str) -> str:
-    """'D [low, high]*' of one task, '*' when significantly different from chance; '' when not evaluated."""
+    """'D▲ [low, high] coverage 0.95 (19/20)' of one task, with its direction marker where D differs
+    significantly from chance; '' when not evaluated."""
     estimate = row.per_task.get(task)
     if estimate is None:
         return ""
-    marker = "*" if significant(estimate) else ""
     return (
-        f"{format_number(estimate.value)}{marker} [{format_number(estimate.ci_low)}, "
-        f"{format_number(estimate.ci_high)}] n={estimate.n_valid}"
+        f"{format_number(estimate.value)}{row.marker(task)} [{format_number(estimate.ci_low)}, "
+        f"{format_number(estimate.ci_high)}] coverage {format_number(estimate.coverage, '.2f')} "
+        f"({estimate.n_valid}/{estimate.n})"
     )
 
 
@@ -79,14 +89,26 @@ def board_table(board: Board, search: str = "", task: str = "all") -> list[list[
 
 
 def board_figure(board: Board, rows: Sequence[BoardRow]) -> Any:
-    """Diagnosticity with 95% CI per task for the shown rows; the dashed line is chance."""
+    """Diagnosticity with 95% CI per task for the shown rows, labelled with direction marker and coverage; the
+    dashed line is chance."""
     bars = [
-        (f"{r.model} · {r.metric_label} · {t}", e.value, e.ci_low, e.ci_high)
+        (
+            f"{r.model} · {r.metric_label} · {t}{' ' + r.marker(t) if r.marker(t) else ''} · "
+            f"coverage {format_number(e.coverage, '.2f')}",
+            e.value,
+            e.ci_low,
+            e.ci_high,
+        )
         for r in rows
         for t, e in sorted(r.per_task.items())
         if not math.isnan(e.value)
     ]
-    return ci_bar_chart(bars, "C0", "causal diagnosticity D (95% bootstrap CI); dashed: chance", bar_height=0.3)
+    return ci_bar_chart(
+        bars,
+        "C0",
+        f"causal diagnosticity D (95% CI); dashed: chance; {ABOVE} / {BELOW}: Holm p < {ALPHA}",
+        bar_height=0.3,
+    )
 
 
 def queue_table(jobs: Sequence[Job]) -> list[list[Any]]:

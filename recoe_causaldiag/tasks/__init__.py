@@ -5,7 +5,7 @@ of `dataset_cards/`) and task hooks in the contract's registries."""
 from __future__ import annotations
 
 from ..api.task import DATASETS, TASKS, DatasetSpec, register_dataset
-from .analogy import OVERRIDES_FILE, build_analogy
+from .analogy import OVERRIDES_FILE, PHRASINGS_FILE, build_analogy
 from .factcheck import FACTS_FILE, RELATIONS_FILE, build_factcheck
 from .factcheck_counterfactual import factcheck_counterfactual
 from .multihop import ITEMS_FILE, build_multihop
@@ -14,8 +14,8 @@ from .object_counting_counterfactual import counting_counterfactual
 from .recoe import RECOE_SCHEMES, build_recoe
 from .recoe.domains import CURATED
 
-DATASET_VERSION = "1.0.0"
-RELEASE_DATE = "2026-11-22"
+DATASET_VERSION = "1.1.0"
+RELEASE_DATE = "2026-11-23"
 
 register_dataset(
     DatasetSpec(
@@ -25,6 +25,7 @@ register_dataset(
         sources=(RELATIONS_FILE, FACTS_FILE),
         card="factcheck.md",
         counterfactual=factcheck_counterfactual,
+        role_metadata=(("object_edit", "object_counter"),),
     )
 )
 register_dataset(
@@ -32,8 +33,9 @@ register_dataset(
         "analogy",
         "Causal Diagnosticity: Analogy",
         lambda seed: {"default": build_analogy(seed)},
-        sources=(OVERRIDES_FILE,),
+        sources=(OVERRIDES_FILE, PHRASINGS_FILE),
         card="analogy.md",
+        roles_swappable=False,
     )
 )
 register_dataset(
@@ -44,6 +46,7 @@ register_dataset(
         sources=(ENTITIES_FILE,),
         card="object_counting.md",
         counterfactual=counting_counterfactual,
+        role_metadata=(("types_edits", "types_counter_edits"),),
     )
 )
 register_dataset(

