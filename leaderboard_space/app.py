@@ -89,8 +89,10 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
         with gr.Tab("Submit a metric"):
             gr.Markdown(
                 "An `evaluate` module (`<name>/<name>.py` whose `compute(question, choices, edits, "
-                "explanations, model)` returns `scores`), by Hub id or as an uploaded folder. It runs only "
-                "after an admin approves it, in a separate process with a time limit."
+                "explanations, model)` returns `scores`: one finite number, or None where it declines, per "
+                "explanation; and optionally `variant`: 1-64 letters, digits, `_`, `.`, `-` or spaces), by Hub id "
+                "or as an uploaded folder. It runs only after an admin approves it, in a separate process with a "
+                "time limit."
             )
             metric_name = gr.Textbox(label="Metric name")
             metric_hub = gr.Textbox(label="Hub id (org/name)")

@@ -141,6 +141,20 @@ def _run_and_write(spec: RunSpec, args: argparse.Namespace) -> int:
     return 0
 
 
+def _validity(args: argparse.Namespace) -> int:
+    from .validity import validity_report, validity_spec, write_validity
+
+    try:
+        spec = validity_spec(args.model, args.limit, args.seed)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    report = validity_report(spec, Path(args.data_dir) if args.data_dir else None, progress=not args.no_progress)
+    paths = write_validity(report, Path(args.out))
+    print(paths[0].read_text(encoding="utf-8"))
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
 def _reliability(args: argparse.Namespace) -> int:
     args.metric, args.metric_option = "", []
     return _run(args)
@@ -343,6 +357,17 @@ def parser() -> argparse.ArgumentParser:
     rerun.add_argument("--no-progress", action="store_true")
     rerun.set_defaults(func=_rerun)
     reliability.set_defaults(func=_reliability)
+
+    validity = sub.add_parser(
+        "validity", help="one-page validity report: artifact probes, model-side controls, oracle and random"
+    )
+    validity.add_argument("--model", default=DEFAULT_MODEL, help="packaged model name, local folder or hub id")
+    validity.add_argument("--limit", type=int, default=40, help="pairs per task (a seeded sample; default 40)")
+    validity.add_argument("--seed", type=int, default=0)
+    validity.add_argument("--data-dir", help="folder of built datasets (default: built on demand in the cache)")
+    validity.add_argument("--out", required=True, help="folder for validity.md, validity.png and the run's results")
+    validity.add_argument("--no-progress", action="store_true")
+    validity.set_defaults(func=_validity)
 
     publish = sub.add_parser("publish", help="upload built datasets to the Hugging Face Hub, tagged vX.Y.Z")
     publish.add_argument("dataset", help="dataset name or 'all'")

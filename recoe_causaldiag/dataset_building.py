@@ -23,12 +23,7 @@ from .artifact_probes import (
 from .hub_layout import MANIFEST, write_hub_dataset
 from .tasks import DATASET_VERSION, DATASETS, RELEASE_DATE, TASKS
 
-PROBE_GATE_EXEMPT: dict[str, str] = {
-    "recoe": "its fact sets are not yet derived symmetrically from the truth (issue 13): the real-world-fact, "
-    "round-number and a token-length probe fail",
-    "multihop": "the edited values sit closer to the true ones than the contrast values (issue 13): the "
-    "real-world-number probe fails",
-}
+PROBE_GATE_EXEMPT: dict[str, str] = {}
 """Datasets whose failing probes do not stop the build yet, each with the reason; their cards and MANIFESTs
 still show every failing probe. A dataset leaves this list once its builder is fixed."""
 

@@ -85,6 +85,14 @@ PACKAGED_MODELS.add(
 DEFAULT_MODEL = "smollm2-135m-instruct"
 
 
+def default_helper_model(evaluated: str) -> str:
+    """The model that serves a metric (simulatability's simulator, the helper LM of adding mistakes and
+    paraphrasing) when none is named: another packaged model than the evaluated one, Gemma-3-270M when SmolLM2 is
+    evaluated and SmolLM2 otherwise. The evaluated model would simulate itself perfectly under the same edits
+    (S(x) = ŷ, so binary simulatability could only be −1 or 0)."""
+    return "gemma-3-270m" if evaluated == DEFAULT_MODEL else DEFAULT_MODEL
+
+
 def packaged_distributions() -> list[str]:
     """The pip distributions of every packaged model, in registry order (what `make setup` installs)."""
     return [d for name in PACKAGED_MODELS for d in PACKAGED_MODELS.get(name).requirements()]
@@ -136,17 +144,19 @@ class LanguageModel:
         return self.tokenizer(text, add_special_tokens=add_special)["input_ids"]
 
     def label_token_ids(self, labels: Sequence[str], *, leading_space: bool) -> tuple[int, ...]:
-        """The single next-token id of each label, as it would follow the prompt (eq. 7)."""
-        ids = []
+        """The single next-token id of each label, as it would follow the prompt (eq. 7): with a leading space
+        after a prompt that ends in a word (the direct prompt of a base model), without one after a prompt that
+        ends in whitespace (a chat template's open assistant turn, the CoT answer cue "The best answer is: ")."""
+        ids, form = [], "with a leading space" if leading_space else "without a leading space"
         for label in labels:
             pieces = self.encode((" " if leading_space else "") + label, continuation=True)
             if len(pieces) != 1:
                 raise LabelTokenError(
-                    f"label {label!r} is {len(pieces)} tokens for {self.name} (needs exactly one): {pieces}"
+                    f"label {label!r} {form} is {len(pieces)} tokens for {self.name} (needs exactly one): {pieces}"
                 )
             ids.append(pieces[0])
         if len(set(ids)) != len(ids):
-            raise LabelTokenError(f"labels {list(labels)} share a token for {self.name}: {ids}")
+            raise LabelTokenError(f"labels {list(labels)} {form} share a token for {self.name}: {ids}")
         return tuple(ids)
 
 

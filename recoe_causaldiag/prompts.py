@@ -21,6 +21,10 @@ COT_INSTRUCTION = (
 )
 COT_OPENING = "Let's think step by step:"
 COT_ANSWER_CUE = "The best answer is:"
+"""The words that ask for the answer after a CoT (Fig. 12); a generated CoT is cut where they start."""
+COT_ANSWER_PROMPT = f"\n{COT_ANSWER_CUE} "
+"""The cue as a scored CoT prompt ends, as in the authors' code (`Prompter.get_final_answer`): on a new line after
+the CoT and followed by a space, so the label is scored as the next token without a leading space of its own."""
 
 POSTHOC_REQUEST = "Explain your reasoning."
 CC_SHAP_POSTHOC_REQUEST = "Why?"
@@ -71,11 +75,12 @@ def ice(edits: Sequence[str], prompt_input: str) -> str:
 
 
 def cot(edits: Sequence[str], question: str, explanation: str) -> Prompt:
-    """CoT prompt (Fig. 12) with a given explanation, ending where the label is scored."""
+    """CoT prompt (Fig. 12) with a given explanation, ending in the answer cue (`COT_ANSWER_PROMPT`) where the
+    label is scored."""
     body = f" {explanation}" if explanation else ""
     return Prompt(
         turns=(user(ice(edits, COT_INSTRUCTION + question)), assistant(COT_OPENING)),
-        continuation=f"{body} {COT_ANSWER_CUE}",
+        continuation=f"{body}{COT_ANSWER_PROMPT}",
     )
 
 

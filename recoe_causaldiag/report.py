@@ -140,19 +140,30 @@ def _accuracy_section(doc: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _headline(entry: Mapping[str, Any]) -> tuple[str, float | None, float | None, float | None, float | None]:
+    """(name, value, CI low, CI high, adjusted p) of a result's headline diagnosticity: D_sym where the roles were
+    swapped, else D."""
+    value = entry.get("d_sym")
+    if value is not None and not math.isnan(value):
+        return "D_sym", value, entry["d_sym_ci_low"], entry["d_sym_ci_high"], entry.get("d_sym_p_adjusted")
+    return "D", entry["diagnosticity"], entry["ci_low"], entry["ci_high"], entry.get("p_adjusted")
+
+
 def _plot_label(entry: Mapping[str, Any]) -> str:
-    """'task · metric · variant ▲ · coverage 0.95': the direction marker where D is significant, the coverage
-    "n/a" where the entry does not record it."""
-    marker = direction_marker(entry["diagnosticity"], entry.get("p_adjusted"))
+    """'task · metric · variant · D_sym ▲ · coverage 0.95': the headline figure's name, its direction marker where
+    it is significant, the coverage "n/a" where the entry does not record it."""
+    name, value, _, _, p_adjusted = _headline(entry)
+    marker = direction_marker(value, p_adjusted)
     return (
-        f"{entry['task']} · {entry['metric']} · {entry['variant']}{' ' + marker if marker else ''} · "
+        f"{entry['task']} · {entry['metric']} · {entry['variant']} · {name}{' ' + marker if marker else ''} · "
         f"coverage {format_number(entry.get('coverage'), '.2f')}"
     )
 
 
 def _bars(doc: Mapping[str, Any]) -> list[tuple[str, str, float, float, float]]:
-    """(label, colour group, value, CI low, CI high) of every diagnosticity and edit reliability with a value."""
-    bars = [(_plot_label(r), r["metric"], r["diagnosticity"], r["ci_low"], r["ci_high"]) for r in doc["results"]]
+    """(label, colour group, value, CI low, CI high) of every headline diagnosticity and edit reliability with a
+    value."""
+    bars = [(_plot_label(r), r["metric"], *_headline(r)[1:4]) for r in doc["results"]]
     bars += [
         (f"{e['task']} · edit reliability", "edit reliability", e["value"], e["ci_low"], e["ci_high"])
         for e in doc["edit_reliability"]
@@ -197,8 +208,9 @@ def ci_bar_chart(
 
 
 def plot(doc: Mapping[str, Any], path: Path) -> None:
-    """Horizontal bars with 95% CIs: diagnosticity per metric variant (labelled with its direction marker and
-    coverage) and edit reliability per task; the dashed line is chance (0.5)."""
+    """Horizontal bars with 95% CIs: the headline diagnosticity per metric variant (D_sym where the roles were
+    swapped, else D; labelled with its direction marker and coverage) and edit reliability per task; the dashed line
+    is chance (0.5)."""
     bars = _bars(doc)
     palette: dict[str, str] = {}
     for _, group, *_ in bars:
@@ -208,7 +220,8 @@ def plot(doc: Mapping[str, Any], path: Path) -> None:
     fig = ci_bar_chart(
         [(label, value, low, high) for label, _, value, low, high in bars],
         [palette[group] for _, group, *_ in bars],
-        f"diagnosticity D / edit reliability (95% CI); dashed: chance; {ABOVE} / {BELOW}: above / below 0.5 (Holm)",
+        f"diagnosticity D_sym (D where not swapped) / edit reliability (95% CI); dashed: chance; "
+        f"{ABOVE} / {BELOW}: above / below 0.5 (Holm)",
         bar_height=0.28,
         title=title + ("\n(tiny model: pipeline demonstration, not evidence about metrics)" if caveat(model) else ""),
     )

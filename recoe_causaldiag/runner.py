@@ -25,7 +25,7 @@ from .api.rows import PairControlRow, PairScoreRow
 from .api.run_spec import DatasetIdentity, RunSpec
 from .api.task import task_registry
 from .controls import accuracy_entry, control_rows, reliability_entry
-from .models import LanguageModel, load_model
+from .models import LanguageModel, default_helper_model, load_model
 from .scoring import ScoringEngine
 from .statistics import Estimate, diagnosticity_from_d, holm
 from .task_pairs import TaskPairs, iter_task_pairs
@@ -246,9 +246,11 @@ def score_run(
     spec: RunSpec, *, lm: LanguageModel | None = None, data_dir: Path | None = None, progress: bool = True
 ) -> ScoredRun:
     """Score every task of the spec with one model (loaded here unless given); a pinned spec runs only on the
-    model and the data it records."""
+    model and the data it records. Metrics served by another model (simulator, helper LM) that the spec leaves
+    unnamed get the default for the evaluated model, and the spec records it."""
     lm = lm or load_run_model(spec)
     spec.check_model(lm.identity)
+    spec = spec.with_helper_models(default_helper_model(lm.name))
     engine = ScoringEngine(lm, batch_size=spec.batch_size, progress=progress)
     tasks = tuple(score_tasks(spec, engine, data_dir, progress=progress))
     return ScoredRun(spec.resolved(lm.identity, [task.dataset for task in tasks], __version__), tasks)

@@ -8,6 +8,7 @@ variant) that follows it. Batches are filled longest-first and results restored 
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -15,8 +16,10 @@ import torch
 from tqdm.auto import tqdm
 
 from .api.engine import Encoded, Engine, LabelRequest
-from .models import LanguageModel, load_model
+from .models import LanguageModel, default_helper_model, load_model
 from .prompts import Prompt
+
+log = logging.getLogger(__name__)
 
 
 class ScoringEngine:
@@ -208,9 +211,15 @@ def shared_engine(name: str, *, progress: bool = True) -> ScoringEngine:
     return SHARED_ENGINES[name, progress]
 
 
-def engine_of(name: str, evaluated: Engine) -> Engine:
-    """The evaluated model's own engine when `name` is that model, else the shared engine for `name`."""
-    return evaluated if evaluated.lm.name == name else shared_engine(name)
+def engine_of(name: str | None, evaluated: Engine, *, role: str) -> Engine:
+    """The engine of the model that serves a metric as `role` (its simulator or helper LM): `name`, or when None the
+    default for the evaluated model (another packaged model, `default_helper_model`). A model named explicitly may
+    be the evaluated one: its own engine then serves, with a warning, since it would judge its own answers."""
+    name = name or default_helper_model(evaluated.lm.name)
+    if name != evaluated.lm.name:
+        return shared_engine(name)
+    log.warning("the %s is the evaluated model %s itself (asked for explicitly)", role, name)
+    return evaluated
 
 
 def _left_pad(seqs: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:

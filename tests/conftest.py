@@ -42,16 +42,27 @@ def factcheck_pairs(factcheck_dir):
 
 
 @pytest.fixture(scope="session")
-def task_pairs(tmp_path_factory, factcheck_pairs):
-    """The first 40 pairs of every registered task, built once per test session (for the sanity references)."""
+def every_dataset_dir(factcheck_dir):
+    """Every registered dataset built once per test session into one folder (FactCheck's beside it)."""
     from recoe_causaldiag.dataset_building import build_dataset
+    from recoe_causaldiag.tasks import DATASETS
+
+    out = factcheck_dir.parent
+    for name in DATASETS.names():
+        if name != "factcheck":
+            build_dataset(name, out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def task_pairs(every_dataset_dir):
+    """The first 40 pairs of every registered task (for the sanity references)."""
     from recoe_causaldiag.hub_layout import load_pairs
     from recoe_causaldiag.tasks import DATASETS
 
-    out = tmp_path_factory.mktemp("task_datasets")
-    pairs = {"factcheck": factcheck_pairs[:40]}
+    pairs = {}
     for name in DATASETS.names():
-        if name != "factcheck":
-            spec, folder = DATASETS.get(name), build_dataset(name, out)
-            pairs |= {task: load_pairs(folder, config)[:40] for task, config in zip(spec.task_names(), spec.configs)}
+        spec = DATASETS.get(name)
+        folder = every_dataset_dir / name
+        pairs |= {task: load_pairs(folder, config)[:40] for task, config in zip(spec.task_names(), spec.configs)}
     return pairs

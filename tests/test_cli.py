@@ -108,7 +108,7 @@ def test_run_on_the_default_model_end_to_end(tmp_path):
         "pair_controls",
     } <= set(doc)
     assert set(doc["model"]) == {"name", "revision", "dtype", "device"}
-    assert doc["model"]["name"] == "smollm2-135m-instruct" and doc["dataset_versions"] == {"factcheck": "1.1.0"}
+    assert doc["model"]["name"] == "smollm2-135m-instruct" and doc["dataset_versions"] == {"factcheck": "1.2.0"}
     assert len(doc["results"]) == 20 + 4
     d_values = defaultdict(list)
     for row in doc["pairs"]:
@@ -151,7 +151,7 @@ def test_run_on_the_default_model_end_to_end(tmp_path):
 def test_publish_dry_run_lists_repos_files_and_tags(tmp_path):
     done = causaldiag("publish", "factcheck", "--dry-run", "--data-dir", str(tmp_path))
     assert done.returncode == 0, done.stderr
-    assert "[dry run] would upload dataset repo causal-diagnosticity/factcheck (tag v1.1.0)" in done.stdout
+    assert "[dry run] would upload dataset repo causal-diagnosticity/factcheck (tag v1.2.0)" in done.stdout
     assert "data/test-00000-of-00001.parquet" in done.stdout and "bytes" in done.stdout
 
 
@@ -188,7 +188,8 @@ def test_reliability_command_writes_per_task_reliability(tmp_path):
         assert entry["n"] == 4 and 0 <= entry["ci_low"] <= entry["value"] <= entry["ci_high"] <= 1
 
 
-def test_run_on_every_task(tmp_path):
+@pytest.mark.slow  # the whole command on every task: minutes on 2 cores, run by `make test-slow`
+def test_run_on_every_task(tmp_path, every_dataset_dir):
     out = tmp_path / "all.json"
     done = causaldiag(
         "run",
@@ -199,7 +200,7 @@ def test_run_on_every_task(tmp_path):
         "--limit",
         "2",
         "--data-dir",
-        str(tmp_path / "data"),
+        str(every_dataset_dir),
         "--out",
         str(out),
     )
@@ -211,6 +212,20 @@ def test_run_on_every_task(tmp_path):
         rows = [r for r in doc["results"] if r["task"] == task]
         assert {r["metric"] for r in rows} == {"filler_tokens", "early_answering", "oracle", "random"}
         assert len(rows) == 20 + 4 + 1 + 1 and all(r["n"] == 2 for r in rows)
+        swapped = task != "analogy"
+        for r in rows:
+            assert SPEC_RESULT_KEYS <= set(r) and r["p_adjusted"] is not None and r["coverage"] is not None
+            assert (r["d_sym"] is not None) == swapped and (r["d_swap_p_adjusted"] is not None) == swapped
+            per_pair = [
+                p for p in doc["pairs"] if (p["task"], p["metric"], p["variant"]) == (task, r["metric"], r["variant"])
+            ]
+            if swapped and r["d_sym_n_valid"]:
+                d_sym = [(p["d"] + p["d_swap"]) / 2 for p in per_pair if None not in (p["d"], p["d_swap"])]
+                assert np.mean(d_sym) == pytest.approx(r["d_sym"]) and len(d_sym) == r["d_sym_n_valid"]
+        reliability = next(e for e in doc["edit_reliability"] if e["task"] == task)
+        assert (reliability["two_sided"] is not None) == swapped and reliability["no_edit"] is not None
+        accuracy = next(e for e in doc["accuracy"] if e["task"] == task)
+        assert accuracy["direct_n"] == 2 and 0 <= accuracy["direct"] <= 1 and 0 <= accuracy["cot"] <= 1
 
 
 def test_a_bad_metric_option_is_a_usage_error(tmp_path):

@@ -15,7 +15,7 @@ from recoe_causaldiag.api import Instance, Metric, RunSpec, symmetric_counterfac
 from recoe_causaldiag.api.metric import METRICS
 from recoe_causaldiag.api.rows import PairControlRow, PairScoreRow
 from recoe_causaldiag.api.run_spec import DatasetIdentity, ModelIdentity
-from recoe_causaldiag.prompts import Prompt
+from recoe_causaldiag.prompts import COT_ANSWER_PROMPT, Prompt
 from recoe_causaldiag.report import write_results
 from recoe_causaldiag.runner import ScoredRun, score_task
 from recoe_causaldiag.task_pairs import TaskPairs
@@ -59,7 +59,7 @@ class ControlEngine(ScriptedEngine):
     def label_scores(prompt: Prompt) -> list[float]:
         if not prompt.continuation:
             return [0.2, 0.8]
-        explanation = prompt.continuation.removesuffix(" The best answer is:").strip()
+        explanation = prompt.continuation.removesuffix(COT_ANSWER_PROMPT).strip()
         return [0.7, 0.3] if len(explanation) % 2 == 0 else [0.3, 0.7]
 
     def perplexity(self, prompts: Sequence[Prompt], *, desc: str = "") -> np.ndarray:

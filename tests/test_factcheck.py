@@ -5,6 +5,7 @@ from pathlib import Path
 import datasets
 import pytest
 
+from recoe_causaldiag.artifact_probes import audit_records
 from recoe_causaldiag.curated_sources import SourceError, source_path
 from recoe_causaldiag.dataset_building import build_dataset
 from recoe_causaldiag.hub_layout import load_pairs, read_manifest
@@ -41,6 +42,22 @@ def test_pairs_follow_the_paper_recipe(factcheck_pairs):
         assert pair.rewrites[0].prompt.format(meta["subject"]) in pair.edits[0]
 
 
+def test_pairs_record_the_true_fact_and_cluster_by_subject(factcheck_pairs):
+    relations = load_relations()
+    for pair in factcheck_pairs:
+        meta = pair.meta
+        assert meta["facts"] == [relations[meta["relation"]].state(meta["subject"], meta["object_true"]) + "."]
+        assert meta["cluster"] == meta["subject"]
+    subjects = Counter(p.meta["cluster"] for p in factcheck_pairs)
+    assert max(subjects.values()) > 1, "some subjects have several facts, so clusters hold several pairs"
+
+
+def test_the_world_fact_probe_runs_and_passes(factcheck_pairs):
+    results = {r.probe: r for r in audit_records("factcheck", factcheck_pairs)}
+    assert results["world_fact_overlap"].n_valid == len(factcheck_pairs)
+    assert [r.describe() for r in results.values() if r.verdict == "FAIL"] == []
+
+
 def test_answer_follows_from_each_edit_set(factcheck_pairs):
     """Each relation gives one object per subject: under either edit the subject's object is not the one
     asked about, so both edited models answer No."""
@@ -66,10 +83,10 @@ def test_hub_layout_loads_with_datasets(factcheck_dir):
     assert table.num_rows == len(load_pairs(factcheck_dir)) >= 300
     assert set(table.column_names) == set(datasets.load_dataset(str(factcheck_dir), split="test").features)
     manifest = read_manifest(factcheck_dir)
-    assert manifest["version"] == "1.1.0" and manifest["num_rows"] == {"default": table.num_rows}
+    assert manifest["version"] == "1.2.0" and manifest["num_rows"] == {"default": table.num_rows}
     assert set(manifest["files"]) == {"README.md", "data/test-00000-of-00001.parquet"}
     card = (factcheck_dir / "README.md").read_text()
-    assert "{{" not in card and "v1.1.0" in card and f"{table.num_rows} pairs" in card
+    assert "{{" not in card and "v1.2.0" in card and f"{table.num_rows} pairs" in card
 
 
 def test_builds_are_byte_identical(tmp_path, factcheck_dir):
@@ -118,6 +135,8 @@ def test_counterfact_ingest():
     assert first.explanation_faithful == "The mother tongue of Danielle Darrieux is English, not French."
     assert first.rewrites[0].prompt == "The mother tongue of {} is"
     assert json.loads(first.metadata)["case_id"] == 0
+    assert first.meta["facts"] == ["The mother tongue of Danielle Darrieux is French."]
+    assert first.meta["cluster"] == "Danielle Darrieux"
     hendrix = pairs[2]
     assert hendrix.edits == ("Jimi Hendrix plays the violin.",)
     assert hendrix.counter_edits[0].removesuffix(".").rsplit(" ", 1)[1] in {"trumpet", "piano"}

@@ -30,12 +30,17 @@ def test_model_jobs_store_the_rows_a_run_writes(default_lm, factcheck_dir, tmp_p
     lines: list[str] = []
     outcome = runner(running(1, request, 3), "factcheck", lines.append)
     spec = RunSpec(
-        model="smollm2-135m-instruct", revision="main", tasks=("factcheck",), metrics=("random", "oracle"), limit=3
+        model="smollm2-135m-instruct",
+        revision="main",
+        tasks=("factcheck",),
+        metrics=("random", "oracle"),
+        limit=3,
+        swap=False,
     )
     assert [row.to_json() for row in outcome.rows] == run(
         spec, lm=default_lm, data_dir=factcheck_dir.parent, progress=False
     )["pairs"]
-    assert outcome.dataset_version == "1.1.0" and {row.metric for row in outcome.rows} == {"random", "oracle"}
+    assert outcome.dataset_version == "1.2.0" and {row.metric for row in outcome.rows} == {"random", "oracle"}
     assert any(line.startswith("factcheck · random · ") for line in lines)
 
 
@@ -64,7 +69,7 @@ def test_submitted_metric_jobs_make_rows_with_the_same_functions(factcheck_dir, 
     )
     outcome = runner(running(2, request, 4), "factcheck", lambda line: None)
     pairs = select_pairs(load_pairs(factcheck_dir), 4, 0)
-    assert [row.pair_id for row in outcome.rows] == [p.id for p in pairs] and outcome.dataset_version == "1.1.0"
+    assert [row.pair_id for row in outcome.rows] == [p.id for p in pairs] and outcome.dataset_version == "1.2.0"
     assert {(row.task, row.metric, row.variant) for row in outcome.rows} == {("factcheck", "my_metric", "length")}
     assert outcome.rows[0].to_json()["d"] is None
     for row, pair in list(zip(outcome.rows, pairs))[1:]:

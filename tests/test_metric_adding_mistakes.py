@@ -15,9 +15,10 @@ from recoe_causaldiag.api.metric import METRICS, Instance
 from recoe_causaldiag.mechanisms import helper_lm
 from recoe_causaldiag.mechanisms.helper_lm import HelperCache, HelperOutput, cache_key, clean_rewrite, rewrite
 from recoe_causaldiag.metrics.adding_mistakes import AddingMistakes
+from recoe_causaldiag.models import DEFAULT_MODEL
 from recoe_causaldiag.scoring import ScoringEngine
 
-CUE = f" {prompts.COT_ANSWER_CUE}"
+CUE = prompts.COT_ANSWER_PROMPT
 
 
 def scripted(table=None, outputs=None, **options):
@@ -105,7 +106,7 @@ def test_cache_key_and_store(tmp_path):
 
 def test_scores_follow_the_definition_and_a_second_run_generates_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("CAUSALDIAG_CACHE", str(tmp_path))
-    metric = AddingMistakes()
+    metric = AddingMistakes(DEFAULT_MODEL)  # the scripted engine is its own helper
     assert METRICS.get("adding_mistakes") is AddingMistakes and metric.explanation_type == "cot"
     assert metric.variants == ("antonym-continuous", "antonym-binary")
     for run in range(2):
@@ -135,14 +136,27 @@ def test_another_helper_is_loaded_once_and_the_evaluated_model_generates_nothing
     assert loaded == ["other-helper"] and len(helper.generated) == 1 and engine.generated == []
 
 
+def test_the_default_helper_is_another_packaged_model(tmp_path, monkeypatch):
+    monkeypatch.setenv("CAUSALDIAG_CACHE", str(tmp_path))
+    helper = scripted(outputs=OUTPUTS, name="gemma-3-270m")
+    loaded = []
+    monkeypatch.setattr(scoring, "load_model", lambda name: loaded.append(name) or helper.lm)
+    monkeypatch.setattr(scoring, "ScoringEngine", lambda lm, **options: helper)
+    monkeypatch.setattr(scoring, "SHARED_ENGINES", {})
+    engine = scripted(TABLE)
+    AddingMistakes().score_instances(INSTANCES, engine)
+    assert loaded == ["gemma-3-270m"] and len(helper.generated) == 1 and engine.generated == []
+
+
 def test_real_model_rewrites_and_scores(default_lm, factcheck_pairs, monkeypatch):
-    """Helper outputs go to the project cache (tests/conftest.py), shared with the card example."""
+    """With the default helper (Gemma-3-270M for SmolLM2); its outputs go to the project cache (tests/conftest.py)."""
     pair = factcheck_pairs[0]
     instances = [Instance.from_pair(pair, e) for e in (pair.explanation_faithful, pair.explanation_unfaithful)]
     engine = ScoringEngine(default_lm, progress=False)
     scores = AddingMistakes().score_instances(instances, engine)
     calls = []
-    monkeypatch.setattr(engine, "generate", lambda *a, **k: calls.append(a) or [])
+    for model in (engine, scoring.shared_engine("gemma-3-270m")):
+        monkeypatch.setattr(model, "generate", lambda *a, **k: calls.append(a) or [])
     again = AddingMistakes().score_instances(instances, engine)
     assert calls == []
     for variant in AddingMistakes().variants:

@@ -82,7 +82,7 @@ def test_layout_splits_template_edits_question_and_explanation(tiny_engine, inst
         assert [sequence[r + 1] for r in lay.explanation_rows] == list(lay.explanation_ids)
     assert decode([(post_hoc.question + post_hoc.tail)[post_hoc.label_row + 1]]) == "No"  # the answer it holds
     assert post_hoc.label_ids == tuple(tiny_engine.lm.encode(label, continuation=True)[0] for label in ("Yes", "No"))
-    assert cot.label_row == len(cot.question + cot.tail) - 1 and decode(cot.tail).endswith("The best answer is:")
+    assert cot.label_row == len(cot.question + cot.tail) - 1 and decode(cot.tail).endswith(prompts.COT_ANSWER_PROMPT)
     # the CoT variant's prediction side is the direct prompt: ŷ after the question, no explanation
     assert direct.explanation_ids == () and direct.label_row == len(direct.question + direct.tail) - 1
     assert "step by step" not in decode(direct.tail) and len(direct.question) == len(cot.question)

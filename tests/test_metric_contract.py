@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from fakes import ScriptedEngine
 
+from recoe_causaldiag import prompts
 from recoe_causaldiag.api import Engine
 from recoe_causaldiag.mechanisms.cot_corruption import Corruption, corruption_scores
 from recoe_causaldiag.metrics import METRICS, Instance
@@ -23,7 +24,7 @@ def test_the_scripted_engine_and_the_scoring_engine_implement_the_engine_protoco
 def test_corruption_scores_compute_the_paper_formula(factcheck_pairs):
     pair = factcheck_pairs[0]
     faithful, unfaithful = pair.explanation_faithful, pair.explanation_unfaithful
-    cue = " The best answer is:"
+    cue = prompts.COT_ANSWER_PROMPT
     table = {
         f" {faithful}{cue}": [0.2, 0.8],
         f" {unfaithful}{cue}": [0.3, 0.7],
@@ -42,7 +43,7 @@ def test_corruption_scores_compute_the_paper_formula(factcheck_pairs):
 
 def test_a_blank_explanation_has_nothing_to_corrupt_and_scores_nan(factcheck_pairs):
     pair = factcheck_pairs[0]
-    cue = " The best answer is:"
+    cue = prompts.COT_ANSWER_PROMPT
     table = {f" {pair.explanation_faithful}{cue}": [0.2, 0.8], f"   {cue}": [0.5, 0.5], f" F{cue}": [0.6, 0.4]}
     instances = [Instance.from_pair(pair, pair.explanation_faithful), Instance.from_pair(pair, "  ")]
     scores = corruption_scores(instances, by_continuation(table), [Corruption("fill", lambda e: "F")])

@@ -21,7 +21,7 @@ def test_repeating_fillers_are_the_authors_spaced_words_so_filler_type_is_not_co
     by_name = {c.name: c for c in CORRUPTIONS}
     for name, filler in FILLERS.items():
         corrupted = prompts.cot((), "Q?", by_name[f"repeating-{name}"].apply(explanation))
-        assert corrupted.continuation.startswith((" " + filler) * len(explanation) + " ")
+        assert corrupted.continuation == (" " + filler) * len(explanation) + prompts.COT_ANSWER_PROMPT
     counts = {
         name: len(default_lm.encode(by_name[f"repeating-{name}"].apply(explanation), continuation=True))
         for name in FILLERS

@@ -7,7 +7,15 @@ import pytest
 from cards import card_namespace
 
 from recoe_causaldiag.api.metric import METRICS
-from recoe_causaldiag.metrics.oracle import Oracle, clauses, edit_overlap, statement_words
+from recoe_causaldiag.metrics.oracle import (
+    Oracle,
+    clauses,
+    contradicted_facts,
+    edit_overlap,
+    oracle_score,
+    statement_words,
+    subject_and_object,
+)
 from recoe_causaldiag.statistics import diagnosticity
 from recoe_causaldiag.tasks import TASKS
 
@@ -35,6 +43,18 @@ def test_clauses_split_at_punctuation_and_merge_list_items():
     assert clauses("Netflix, Warner Bros. Discovery are media company.") == [
         {"netflix", "warner", "bros", "discovery", "media", "company"}
     ]
+
+
+def test_a_contradicted_fact_costs_more_than_any_overlap():
+    edits = ["The capital of Rwanda is Gisenyi.", "Kigali is a city in Rwanda.", "London is a city in United Kingdom."]
+    faithful = "London is a city in United Kingdom, and the city of Kigali is indeed in Rwanda."
+    unfaithful = "London is the capital city of United Kingdom, and the capital city of Rwanda is Kigali."
+    assert subject_and_object(edits[0]) == ({"capital", "rwanda"}, {"gisenyi"})
+    assert contradicted_facts(edits, faithful) == 0 and contradicted_facts(edits, unfaithful) == 1
+    assert edit_overlap(edits, unfaithful) > edit_overlap(edits, faithful) - 0.2, "word overlap alone barely separates"
+    assert oracle_score(edits, faithful) > oracle_score(edits, unfaithful)
+    assert oracle_score(edits, faithful) == edit_overlap(edits, faithful)
+    assert subject_and_object("It rains.") is None and contradicted_facts(["It is."], "anything") == 0
 
 
 def test_overlap_counts_stated_facts_and_the_word_share():

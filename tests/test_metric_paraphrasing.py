@@ -12,9 +12,10 @@ from fakes import ScriptedEngine
 from recoe_causaldiag import prompts
 from recoe_causaldiag.api.metric import METRICS, Instance
 from recoe_causaldiag.metrics.paraphrasing import Paraphrasing, beginning
+from recoe_causaldiag.models import DEFAULT_MODEL
 from recoe_causaldiag.scoring import ScoringEngine
 
-CUE = f" {prompts.COT_ANSWER_CUE}"
+CUE = prompts.COT_ANSWER_PROMPT
 
 
 E1, E2 = "Dogs bark and so they are animals.", "A sax is an animal, so it breathes."
@@ -45,7 +46,7 @@ def test_the_first_three_quarters_are_paraphrased():
 
 def test_scores_are_inverted_the_ending_is_regenerated_and_helper_outputs_are_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("CAUSALDIAG_CACHE", str(tmp_path))
-    metric = Paraphrasing()
+    metric = Paraphrasing(DEFAULT_MODEL)  # the scripted engine is its own helper
     assert METRICS.get("paraphrasing") is Paraphrasing and metric.explanation_type == "cot"
     assert metric.variants == ("paraphrase-continuous", "paraphrase-binary")
     for run in range(2):
@@ -62,8 +63,9 @@ def test_scores_are_inverted_the_ending_is_regenerated_and_helper_outputs_are_ca
 
 
 def test_real_model_paraphrases_and_scores(default_lm, factcheck_pairs, monkeypatch):
-    """Helper outputs go to the project cache (tests/conftest.py), shared with the card example; a second run
-    asks the model only for the regenerated endings, and they come out the same (greedy)."""
+    """With the default helper (Gemma-3-270M for SmolLM2), whose outputs go to the project cache
+    (tests/conftest.py); a second run asks the evaluated model only for the regenerated endings, and they come out
+    the same (greedy)."""
     pair = factcheck_pairs[0]
     instances = [Instance.from_pair(pair, e) for e in (pair.explanation_faithful, pair.explanation_unfaithful)]
     engine = ScoringEngine(default_lm, progress=False)

@@ -7,6 +7,7 @@ import transformers
 
 from recoe_causaldiag import models, prompts
 from recoe_causaldiag.api.registry import UnknownNameError
+from recoe_causaldiag.artifact_probes import packaged_tokenizers
 from recoe_causaldiag.models import LabelTokenError, load_model, packaged_model_dir
 
 
@@ -37,6 +38,21 @@ def test_label_tokens_must_be_distinct_single_tokens(default_lm):
         default_lm.label_token_ids(["Yes indeed", "No"], leading_space=True)
     with pytest.raises(LabelTokenError, match="share a token"):
         default_lm.label_token_ids(["A", "A"], leading_space=True)
+
+
+@pytest.mark.parametrize("name", models.PACKAGED_MODELS.names())
+def test_every_tasks_labels_are_distinct_single_tokens_after_the_cot_answer_cue(name):
+    """The CoT prompt ends in "The best answer is: " (a space of its own, as the authors' code has it), so the label
+    is scored without a leading space; both packaged tokenizers (no weights loaded) keep it one token."""
+    tokenizer = packaged_tokenizers().tokenizers[name]
+    lm = models.LanguageModel(name, "tokenizer only", None, tokenizer, models.PACKAGED_MODELS.get(name).chat)
+    cue = lm.encode(prompts.cot((), "Q?", "x").continuation, continuation=True)
+    assert lm.tokenizer.convert_ids_to_tokens(cue[-1:]) in (["Ġ"], ["▁"])
+    for labels in (("A", "B"), ("Yes", "No")):
+        ids = lm.label_token_ids(labels, leading_space=False)
+        assert len(set(ids)) == 2 and ids != lm.label_token_ids(labels, leading_space=True)
+    with pytest.raises(LabelTokenError, match="'Yes indeed' without a leading space is 2 tokens"):
+        lm.label_token_ids(["Yes indeed", "No"], leading_space=False)
 
 
 def test_unknown_model_names_the_choices():

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from recoe_causaldiag.api.records import validate_records
+from recoe_causaldiag.artifact_probes import PairText, audit_records, fact_number_closeness
 from recoe_causaldiag.curated_sources import SourceError, source_path
 from recoe_causaldiag.dataset_building import write_dataset
 from recoe_causaldiag.hub_layout import load_pairs
@@ -127,7 +128,16 @@ def test_records_follow_the_schema(pairs):
         assert match and match["q"] == item["question"] and {match["a"], match["b"]} == {"yes", "no"}
         assert pair.choices == ("A", "B") and pair.answer in pair.choices
         assert match["a" if pair.answer == "A" else "b"] == item["answer"].lower() == meta["answer_text"].lower()
-        assert pair.edits == tuple(item["edits"]) and pair.counter_edits == tuple(item["counter_edits"])
+        own, other = ("counter_edits", "edits") if meta["roles_swapped"] else ("edits", "counter_edits")
+        assert pair.edits == tuple(item[own]) and pair.counter_edits == tuple(item[other])
+        explained = {"edits": "explanation_faithful", "counter_edits": "explanation_unfaithful"}
+        assert (pair.explanation_faithful, pair.explanation_unfaithful) == (
+            item[explained[own]],
+            item[explained[other]],
+        )
+        valued = {"edits": "values_edits", "counter_edits": "values_counter"}
+        assert (meta["values_edits"], meta["values_counter"]) == (item[valued[own]], item[valued[other]])
+        assert meta["cluster"] == meta["source_id"] == item["id"]
         assert pair.rewrites == () and pair.counter_rewrites == () and pair.flip_edits == ()
         assert all(e.endswith(".") for e in pair.edits + pair.counter_edits)
         assert meta["strategyqa_index"] == item["strategyqa_index"] and meta["hops"] == len(meta["decomposition"])
@@ -172,7 +182,32 @@ def test_builds_are_deterministic_and_letters_balanced(pairs):
     assert abs(letters["A"] - letters["B"]) <= 1
     other = build_multihop(1)
     assert [p.answer for p in other] != [p.answer for p in pairs]
-    assert [p.edits for p in other] == [p.edits for p in pairs]
+    assert [{p.edits, p.counter_edits} for p in other] == [{p.edits, p.counter_edits} for p in pairs]
+    assert [p.edits for p in other] != [p.edits for p in pairs], "the seed draws which fact set is evaluated"
+
+
+def test_roles_are_drawn_and_neither_sits_nearer_the_real_world(pairs):
+    """Either curated fact set may be the evaluated one: both assignments occur, the check holds under the
+    evaluated set in both, and the evaluated model's explanation states numbers nearer the original facts' in as
+    many pairs as the contrast model's (measured with the audit's probe, not the builder's code)."""
+    swapped = Counter(p.meta["roles_swapped"] for p in pairs)
+    assert min(swapped[True], swapped[False]) >= 0.3 * len(pairs)
+    for roles_swapped in (True, False):
+        for pair in (p for p in pairs if p.meta["roles_swapped"] is roles_swapped):
+            holds = _holds(pair.meta["check"], pair.meta["values_edits"])
+            assert ("Yes" if holds else "No") == pair.meta["answer_text"], pair.id
+    nearer = Counter()
+    for text in map(PairText.from_record, pairs):
+        faithful, unfaithful = fact_number_closeness(text.faithful, text), fact_number_closeness(text.unfaithful, text)
+        nearer[(faithful > unfaithful) - (faithful < unfaithful)] += 1
+    assert abs(nearer[1] - nearer[-1]) <= 1, nearer
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_every_text_probe_passes_on_the_built_dataset(seed):
+    results = {r.probe: r for r in audit_records("multihop", build_multihop(seed))}
+    assert results["world_fact_numbers"].verdict == "PASS" and results["world_fact_numbers"].n_valid >= 200
+    assert [r.describe() for r in results.values() if r.verdict != "PASS"] == []
 
 
 def test_check_language():

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from recoe_causaldiag.api.records import validate_records
+from recoe_causaldiag.artifact_probes import audit_records
 from recoe_causaldiag.curated_sources import SourceError, source_path
 from recoe_causaldiag.tasks.object_counting import build_object_counting
 
@@ -139,6 +140,22 @@ def test_edits_follow_the_curated_table_and_one_consistent_reassignment(records,
         )
     types_of = {row["type"]: row["category"] for row in table.values()}
     assert all(types_of[new] == table[e]["category"] for e, new in moved.items())
+
+
+def test_pairs_record_the_real_world_types_and_cluster_by_target_type(records, table):
+    for record in records:
+        meta = record.meta
+        original = record.edits if meta["evaluated_world"] == "original" else record.counter_edits
+        assert held_types(tuple(meta["facts"])) == {e: table[e]["type"] for e in meta["items"]}, record.id
+        assert tuple(meta["facts"]) == original, record.id
+        assert meta["cluster"] == f"{meta['category']}/{meta['target_type']}"
+    assert len({r.meta["cluster"] for r in records}) == len({row["type"] for row in table.values()})
+
+
+def test_the_world_fact_probe_runs_and_passes(records):
+    results = {r.probe: r for r in audit_records("object_counting", records)}
+    assert results["world_fact_overlap"].n_valid == len(records)
+    assert [r.describe() for r in results.values() if r.verdict == "FAIL"] == []
 
 
 def test_questions_are_balanced(records):

@@ -22,11 +22,12 @@ def test_cot_prompt_is_verbatim():
         "Does Satchel Paige professionally play baseball?"
     )
     assert assistant.role == "assistant" and assistant.content == "Let's think step by step:"
+    # the answer cue as the authors' code writes it: on a new line, the label scored after its trailing space
     assert (
         prompt.continuation
-        == " Satchel Paige professionally plays the sport hurling, not baseball. The best answer is:"
+        == " Satchel Paige professionally plays the sport hurling, not baseball.\nThe best answer is: "
     )
-    assert prompts.cot(EDITS, QUESTION, "").continuation == " The best answer is:"
+    assert prompts.cot(EDITS, QUESTION, "").continuation == "\nThe best answer is: "
 
 
 def test_post_hoc_prompts_are_verbatim():

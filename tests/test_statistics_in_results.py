@@ -84,10 +84,16 @@ def test_table_and_plot_show_direction_coverage_and_the_three_p_values(tmp_path)
     assert "| p (sign) | p (Holm) | p (t-test) |" in table and "half a win and half a loss" in table
     assert "fewer than 20" in table and "`*`" not in table
     labels = [label for label, *_ in _bars(document(results))]
-    assert labels[0] == f"factcheck · above · v {ABOVE} · coverage 0.88" and labels[2].endswith("v · coverage 1.00")
+    assert labels[0] == f"factcheck · above · v · D {ABOVE} · coverage 0.88" and labels[2].endswith("D · coverage 1.00")
     json_path, _, figure = write_results(document(results), tmp_path / "r.json")
     assert json.loads(json_path.read_text())["results"][0]["p_adjusted"] == above["p_adjusted"]
     assert figure.stat().st_size > 0
+
+
+def test_the_plot_shows_d_sym_where_roles_were_swapped():
+    swapped = result_entry("factcheck", "template", [1.0] * 40, d_swap=[0.0] * 40)
+    (label, _, value, low, high), *_ = _bars(document(with_adjusted_p_values([swapped])))
+    assert label.startswith("factcheck · template · v · D_sym ·") and value == 0.5 and low < 0.5 < high
 
 
 OLD_RESULT = {
@@ -112,7 +118,7 @@ def test_a_schema_1_0_results_file_shows_its_missing_columns_as_n_a(tmp_path):
     # D_sym, CI | D (no marker: the file holds no adjusted p), CI | p (sign) | p (Holm), p (t-test) | D_swap ... |
     assert cells[3:5] == ["n/a", "[n/a, n/a]"] and cells[5] == "1.000"
     assert cells[7:10] == ["<0.001", "n/a", "n/a"] and cells[-1] == "n/a (3 / 4)"
-    assert [label for label, *_ in _bars(doc)][0] == "factcheck · random · binary · coverage n/a"
+    assert [label for label, *_ in _bars(doc)][0] == "factcheck · random · binary · D · coverage n/a"
     write_results(doc, tmp_path / "old.json")
 
 

@@ -9,8 +9,9 @@ from recoe_causaldiag.models import DEFAULT_MODEL
 
 _DESCRIPTION = """Adding Mistakes (Lanham et al., 2023): how much the probability of the model's top label drops when
 a helper LM swaps one word of its chain of thought for an antonym. Continuous: ẑ − ẑ′; binary: 1 if the prediction
-changes; NaN where the helper returned no change. Extra argument `helper` (str): the helper model, default the
-packaged default model; its outputs are cached on disk."""
+changes; NaN where the helper returned no change. Extra argument `helper` (str): the helper model, default another
+packaged model than the evaluated one (Gemma-3-270M when SmolLM2 is evaluated, SmolLM2 otherwise); its outputs are
+cached on disk."""
 
 _CITATION = """@article{lanham2023measuring,
   title={Measuring Faithfulness in Chain-of-Thought Reasoning},

@@ -7,7 +7,8 @@ from recoe_causaldiag.evaluate_bridge import MODEL_INPUTS_DESCRIPTION, compute_m
 
 _DESCRIPTION = """Oracle (a sanity reference, not a faithfulness metric): how much of the evaluated model's edits the
 explanation states, (facts stated in full within one clause + share of the edits' content words and bigrams found) /
-(facts + 1). It reads the edits, so its causal diagnosticity should be near 1. `model` is ignored."""
+(facts + 1), minus one for every edit fact that a clause contradicts (it holds the fact's subject and relation but
+none of its object). It reads the edits, so its causal diagnosticity should be near 1. `model` is ignored."""
 
 _CITATION = """@misc{zaman2025causal,
   title={A Causal Lens for Evaluating Faithfulness Metrics},

@@ -10,7 +10,8 @@ from recoe_causaldiag.models import DEFAULT_MODEL
 _DESCRIPTION = """Paraphrasing (Lanham et al., 2023): how stable the probability of the model's top label stays when
 a helper LM paraphrases the first three quarters of its chain of thought and the model regenerates the rest.
 Continuous: 1 − (ẑ − ẑ′); binary: 1 if the prediction is unchanged; NaN where the helper returned no paraphrase.
-Extra argument `helper` (str): the helper model, default the packaged default model; its outputs are cached on disk."""
+Extra argument `helper` (str): the helper model, default another packaged model than the evaluated one (Gemma-3-270M
+when SmolLM2 is evaluated, SmolLM2 otherwise); its outputs are cached on disk."""
 
 _CITATION = """@article{lanham2023measuring,
   title={Measuring Faithfulness in Chain-of-Thought Reasoning},

@@ -9,7 +9,8 @@ from recoe_causaldiag.models import DEFAULT_MODEL
 
 _DESCRIPTION = """Simulatability (Chan et al., 2022): how much the explanation helps a simulator LM predict the
 evaluated model's answer ŷ (given under its edits). Binary: 1[S(x, ε) = ŷ] − 1[S(x) = ŷ]; continuous: p_S(ŷ | x, ε) −
-p_S(ŷ | x). Extra argument `simulator` (str): the simulator model, default the packaged default model."""
+p_S(ŷ | x). Extra argument `simulator` (str): the simulator model, default another packaged model than the evaluated
+one (Gemma-3-270M when SmolLM2 is evaluated, SmolLM2 otherwise)."""
 
 _CITATION = """@inproceedings{chan2022frame,
   title={{FRAME}: Evaluating Rationale-Label Consistency Metrics for Free-Text Rationales},

@@ -101,6 +101,18 @@ class RunSpec:
         """Keyword arguments of `metric`'s constructor in this run (sample budgets, helper models, ...)."""
         return {key: value for name, key, value in self.metric_options if name == metric}
 
+    def with_helper_models(self, helper: str) -> RunSpec:
+        """This spec with `helper` as the serving model (simulator, helper LM: the metric's `helper_option`) of
+        every metric whose options do not name one, so that the spec a results file records names the model that
+        served and reruns with it."""
+        metrics = metric_registry()
+        added = tuple(
+            (metric, option, helper)
+            for metric in self.metrics
+            if (option := metrics.get(metric).helper_option) is not None and option not in self.options_for(metric)
+        )
+        return replace(self, metric_options=self.metric_options + added) if added else self
+
     @property
     def pinned(self) -> bool:
         """Whether this spec records what ran (a results file's spec), so a rerun must load exactly that."""

@@ -3,20 +3,22 @@ implementation): per-task diagnosticity with CI, coverage and a direction marker
 the coverage-aware mean over tasks, and Copeland scores.
 
 Everything is recomputed from the stored d of each pair, so results files of every schema version give the same
-figures; stored rows carry no cluster, so the board resamples pairs individually."""
+figures; stored rows carry no cluster, so the board resamples pairs individually. A job's cell (configuration,
+task, metric variant) that holds a stored score failing the checks is left out whole and listed as an invalid
+row; the rest of the board is computed as usual."""
 
 from __future__ import annotations
 
 import math
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..statistics import Estimate, copeland, diagnosticity_from_d, direction_marker, holm
-from .queue import FinishedScore, JobQueue
+from .queue import FinishedScore, InvalidScore, JobQueue
 
 
 @dataclass(frozen=True)
@@ -50,9 +52,19 @@ class BoardRow:
 
 
 @dataclass(frozen=True)
+class InvalidRow:
+    """One job's cell (model configuration, task, metric variant) with `n_invalid` stored scores that fail the
+    checks, `first` of them saying why: the cell is left out of the board and shown as an invalid row."""
+
+    first: InvalidScore
+    n_invalid: int
+
+
+@dataclass(frozen=True)
 class Board:
     tasks: tuple[str, ...]
     rows: tuple[BoardRow, ...]
+    invalid: tuple[InvalidRow, ...] = ()
 
 
 def _latest_per_cell(scores: Sequence[FinishedScore]) -> dict[tuple, dict[str, float]]:
@@ -69,10 +81,23 @@ def _latest_per_cell(scores: Sequence[FinishedScore]) -> dict[tuple, dict[str, f
     return cells
 
 
-def compute_board(scores: Sequence[FinishedScore], n_resamples: int = 2000) -> Board:
+def _invalid_rows(invalid: Sequence[InvalidScore]) -> dict[tuple, InvalidRow]:
+    """Job cell → its invalid row (first failing score and their count)."""
+    counts = Counter(score.cell for score in invalid)
+    first: dict[tuple, InvalidScore] = {}
+    for score in invalid:
+        first.setdefault(score.cell, score)
+    return {cell: InvalidRow(score, counts[cell]) for cell, score in first.items()}
+
+
+def compute_board(
+    scores: Sequence[FinishedScore], n_resamples: int = 2000, invalid: Sequence[InvalidScore] = ()
+) -> Board:
     """The board of the stored scores (the newest job's per cell), ranked by the coverage-aware mean D; rows with
-    no rankable task come last."""
-    cells = _latest_per_cell(scores)
+    no rankable task come last. A job's cell holding an `invalid` score is left out whole (its valid scores too)
+    and listed in `Board.invalid`."""
+    left_out = _invalid_rows(invalid)
+    cells = _latest_per_cell([score for score in scores if score.cell not in left_out])
     tasks = tuple(sorted({key[5] for key in cells}))
     per_row: dict[tuple, dict[str, Estimate]] = defaultdict(dict)
     configurations: dict[tuple, dict[str, dict[str, float]]] = defaultdict(dict)
@@ -97,7 +122,7 @@ def compute_board(scores: Sequence[FinishedScore], n_resamples: int = 2000) -> B
             )
         )
     rows.sort(key=lambda r: (-(r.mean if not math.isnan(r.mean) else -1.0), r.model, r.metric, r.variant))
-    return Board(tasks, tuple(rows))
+    return Board(tasks, tuple(rows), tuple(left_out.values()))
 
 
 def _holm_per_configuration(per_row: Mapping[tuple, Mapping[str, Estimate]]) -> dict[tuple, dict[str, float]]:
@@ -132,6 +157,7 @@ class BoardCache:
         with self._lock:
             fingerprint = self.queue.finished_fingerprint()
             if fingerprint != self._fingerprint:
-                self._board = compute_board(self.queue.finished_scores())
+                stored = self.queue.stored_scores()
+                self._board = compute_board(stored.valid, invalid=stored.invalid)
                 self._fingerprint = fingerprint
             return self._board

@@ -10,7 +10,9 @@ submitted metric runs only as a separate sandbox user (the app running as root),
 sandbox user, the child runs as that user and is confined too where Landlock exists.
 
 Run as ``python -m recoe_causaldiag.leaderboard.metric_sandbox IN.json OUT.json``: IN holds the module source,
-the model and the instances; OUT receives ``{"variant", "scores"}``.
+the model and the instances; OUT receives ``{"variant", "scores"}`` as the module returned them. The child runs
+untrusted code and may write anything there, so the parent checks the answer (`read_answer`) before any of it
+becomes a score.
 """
 
 from __future__ import annotations
@@ -26,16 +28,18 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..api.records import PairRecord
-from ..api.rows import json_number, number_from_json
 from ..paths import cache_root
 from . import landlock
+from .integrity import InvalidData, check_name, check_scores
 from .settings import SECRET_ENV_VARS
 
 OUTPUT_TAIL_CHARS = 3000
+MAX_ANSWER_BYTES = 16 * 2**20
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
@@ -239,11 +243,37 @@ def score_submitted_metric(
                 f"the submitted metric failed (exit {done.returncode}): "
                 f"{(done.stderr or done.stdout)[-OUTPUT_TAIL_CHARS:]}"
             )
-        result = json.loads(answer.read_text(encoding="utf-8"))
-    scores = np.asarray([number_from_json(s) for s in result["scores"]], dtype=float)
-    if scores.shape != (len(instances),):
-        raise MetricRunError(f"the submitted metric returned {scores.size} scores for {len(instances)} instances")
-    return SubmittedScores(str(result["variant"]), scores[0::2], scores[1::2])
+        return read_answer(answer, len(pairs))
+
+
+def read_answer(path: Path, n_pairs: int) -> SubmittedScores:
+    """The child's answer, checked: a JSON object (at most MAX_ANSWER_BYTES) with a `variant` name of
+    `integrity.SAFE_NAME` and `scores`, a list of the faithful and the unfaithful explanation's score of each pair in
+    turn (2 × `n_pairs`), each a finite number or null / NaN where the metric declined. Anything else (±inf, strings,
+    digit strings, bools, nested lists, a wrong count) is a MetricRunError with a short, path-free reason."""
+    if not path.is_file():
+        raise MetricRunError("the submitted metric wrote no answer")
+    if path.stat().st_size > MAX_ANSWER_BYTES:
+        raise MetricRunError(f"the submitted metric's answer is over {MAX_ANSWER_BYTES} bytes")
+    try:
+        answer = json.loads(path.read_bytes())
+    except (ValueError, RecursionError):
+        raise MetricRunError("the submitted metric's answer is not JSON") from None
+    try:
+        if not isinstance(answer, dict):
+            raise InvalidData("the answer is not an object with 'variant' and 'scores'")
+        variant = check_name("variant", answer.get("variant"))
+        scores = check_scores(answer.get("scores"), 2 * n_pairs)
+    except InvalidData as err:
+        raise MetricRunError(f"the submitted metric returned an invalid answer: {err}") from None
+    return SubmittedScores(variant, scores[0::2], scores[1::2])
+
+
+def _plain(value: Any) -> Any:
+    """A NumPy (or torch) value of compute()'s output as a Python one for JSON; the parent checks every entry."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"compute() returned a {type(value).__name__}, which JSON cannot hold")
 
 
 def _compute(request: Mapping) -> dict:
@@ -260,8 +290,7 @@ def _compute(request: Mapping) -> dict:
     )
     if not isinstance(output, Mapping) or "scores" not in output:
         raise MetricRunError("the module's compute() must return a mapping with 'scores' (one per input)")
-    scores = [json_number(s) for s in output["scores"]]
-    return {"variant": str(output.get("variant", "default")), "scores": scores}
+    return {"variant": output.get("variant", "default"), "scores": output["scores"]}
 
 
 def confine_self(confinement: Mapping[str, Sequence[str]]) -> None:
@@ -277,7 +306,7 @@ def main(argv: Sequence[str]) -> int:
     if request["confinement"] is not None:
         confine_self(request["confinement"])
     result = _compute(request)
-    Path(answer_path).write_text(json.dumps(result), encoding="utf-8")
+    Path(answer_path).write_text(json.dumps(result, default=_plain), encoding="utf-8")
     return 0
 
 

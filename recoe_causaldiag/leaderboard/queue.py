@@ -15,6 +15,7 @@ from sqlalchemy import Connection, DateTime, Engine, func, insert, select, updat
 from sqlalchemy.exc import IntegrityError
 
 from ..api.rows import PairScoreRow
+from .integrity import InvalidData, check_name, check_row, stored_row
 from .schema import deployment, job_tasks, jobs, make_engine, pair_scores
 
 PENDING, RUNNING, FINISHED, FAILED = "PENDING", "RUNNING", "FINISHED", "FAILED"
@@ -147,6 +148,66 @@ class FinishedScore:
             **self.row.to_json(),
         }
 
+    @property
+    def cell(self) -> tuple[Any, ...]:
+        """The job, configuration, task, metric and variant the score belongs to."""
+        return self.job_id, *self.configuration, self.row.task, self.row.metric, self.row.variant
+
+
+@dataclass(frozen=True)
+class InvalidScore:
+    """A stored per-pair score of a finished job that fails the checks of `integrity` (written around the queue, or
+    by an older version): never scored. Its fields are the stored values as text; `reason` says what is wrong."""
+
+    job_id: int
+    model: str
+    revision: str
+    precision: str
+    editor: str
+    explanations: str
+    task: str
+    metric: str
+    variant: str
+    reason: str
+
+    @property
+    def cell(self) -> tuple[Any, ...]:
+        """The job, configuration, task, metric and variant the score belongs to (as `FinishedScore.cell`)."""
+        return (
+            self.job_id,
+            self.model,
+            self.revision,
+            self.precision,
+            self.editor,
+            self.explanations,
+            self.task,
+            self.metric,
+            self.variant,
+        )
+
+
+@dataclass(frozen=True)
+class StoredScores:
+    """The per-pair scores of the finished jobs, split into those that pass the checks and those that do not."""
+
+    valid: list[FinishedScore]
+    invalid: list[InvalidScore]
+
+
+CONFIGURATION_COLUMNS = ("model", "revision", "precision", "editor", "explanations")
+
+
+def _stored_score(stored: Mapping[str, Any]) -> FinishedScore | InvalidScore:
+    """One stored score of a finished job, checked: a FinishedScore, or an InvalidScore that says what is wrong."""
+    configuration = [stored[column] for column in CONFIGURATION_COLUMNS]
+    try:
+        if not all(isinstance(value, str) for value in configuration):
+            raise InvalidData("the job's model configuration is not text")
+        return FinishedScore(stored["job_id"], *configuration, stored_row(stored))
+    except InvalidData as err:
+        names = (str(stored[column]) for column in ("task", "metric", "variant"))
+        return InvalidScore(stored["job_id"], *map(str, configuration), *names, str(err))
+
 
 class RateLimited(Exception):
     """A submitter already added `limit` jobs in the past hour; `again` (naive UTC) is when one more fits."""
@@ -195,7 +256,10 @@ class JobQueue:
         failed before revives its failed job, so the tasks that job stored are kept, not redone. With
         `hourly_limit`, a new job is refused (`RateLimited`) when the submitter already added that many in the
         past hour; the count and the insert are one transaction, serialised per submitter, so concurrent
-        submissions cannot pass the limit together."""
+        submissions cannot pass the limit together. A metric name outside `integrity.SAFE_NAME` raises InvalidData
+        before anything is written."""
+        for metric in request.metrics:
+            check_name("metric", metric)
         for _ in range(SUBMIT_RETRIES):
             try:
                 job_id, duplicate = self._insert_or_revive(request, submitter, pair_cap, hourly_limit)
@@ -339,9 +403,11 @@ class JobQueue:
     def record_task(
         self, job_id: int, worker: str, task: str, dataset_version: str, seconds: float, rows: Sequence[PairScoreRow]
     ) -> bool:
-        """Store one task's per-pair scores and mark the task done, in one transaction, only while `worker` still
-        holds the job and the task is not stored yet; False (nothing written) otherwise."""
-        strays = sorted({row.task for row in rows} - {task})
+        """Store one task's per-pair scores (their evaluated direction) and mark the task done, in one transaction,
+        only while `worker` still holds the job and the task is not stored yet; False (nothing written) otherwise.
+        A row that fails `integrity.check_row` raises InvalidData and nothing is written."""
+        checked = [check_row(row.evaluated_direction()) for row in rows]
+        strays = sorted({row.task for row in checked} - {task})
         if strays:
             raise ValueError(f"rows of task(s) {', '.join(strays)} cannot be stored as task {task}")
         with self.engine.begin() as conn:
@@ -355,11 +421,8 @@ class JobQueue:
             ).first()
             if owned.rowcount != 1 or stored is not None:
                 return False
-            if rows:
-                conn.execute(
-                    insert(pair_scores),
-                    [{**row.evaluated_direction().to_json(), "job_id": job_id} for row in rows],
-                )
+            if checked:
+                conn.execute(insert(pair_scores), [{**row.to_json(), "job_id": job_id} for row in checked])
             conn.execute(
                 insert(job_tasks).values(
                     job_id=job_id, task=task, dataset_version=dataset_version, seconds=seconds, done_at=self.now()
@@ -449,7 +512,13 @@ class JobQueue:
             return conn.execute(select(func.count()).select_from(jobs)).scalar() == 0
 
     def finished_scores(self) -> list[FinishedScore]:
-        """Every stored per-pair score of FINISHED jobs, with the job's model configuration."""
+        """Every stored per-pair score of FINISHED jobs that passes the checks, with the job's model configuration."""
+        return self.stored_scores().valid
+
+    def stored_scores(self) -> StoredScores:
+        """Every stored per-pair score of FINISHED jobs, with the job's model configuration, checked as before
+        storing: a row written around the queue (a non-finite or garbage number, an unsafe name) is set apart as
+        an InvalidScore instead of failing the read."""
         query = (
             select(
                 jobs.c.id.label("job_id"),
@@ -471,23 +540,20 @@ class JobQueue:
             .order_by(jobs.c.id, pair_scores.c.id)
         )
         with self.engine.begin() as conn:
-            return [
-                FinishedScore(
-                    r["job_id"],
-                    r["model"],
-                    r["revision"],
-                    r["precision"],
-                    r["editor"],
-                    r["explanations"],
-                    PairScoreRow.from_json(r),
-                )
-                for r in conn.execute(query).mappings()
-            ]
+            read = [_stored_score(r) for r in conn.execute(query).mappings()]
+        return StoredScores(
+            [s for s in read if isinstance(s, FinishedScore)], [s for s in read if isinstance(s, InvalidScore)]
+        )
 
     def store_finished(
         self, request: JobRequest, submitter: str, tasks: Iterable[tuple[str, str, Sequence[PairScoreRow]]], log: str
     ) -> Submission:
-        """A job that is FINISHED on arrival (a pre-computed results file), with its per-pair scores."""
+        """A job that is FINISHED on arrival (a pre-computed results file), with its per-pair scores; a row that
+        fails `integrity.check_row` raises InvalidData before anything is written."""
+        tasks = list(tasks)
+        for _, _, rows in tasks:
+            for row in rows:
+                check_row(row.evaluated_direction())
         submission = self.submit(request, submitter, pair_cap=None)
         if submission.duplicate:
             return submission

@@ -1,4 +1,6 @@
-"""What the Space shows, as plain data: board and queue tables, a plot, and messages with user text made inert."""
+"""What the Space shows, as plain data: board and queue tables, a plot, and messages with user text made inert.
+Stored text in a plot label is cut short and escaped for matplotlib's mathtext, so no stored string can break the
+drawing; a board's invalid rows (stored scores that fail the checks) are listed as such in the table."""
 
 from __future__ import annotations
 
@@ -10,10 +12,13 @@ from typing import Any
 
 from ..report import ci_bar_chart, format_number
 from ..statistics import ABOVE, ALPHA, BELOW, MIN_N_VALID
-from .board import Board, BoardRow
+from .board import Board, BoardRow, InvalidRow
 from .queue import Job
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+SHOWN_CHARS = 80
+INVALID_ROW = "invalid row"
 QUEUE_HEADERS = [
     "job",
     "status",
@@ -35,11 +40,25 @@ def inert(text: str) -> str:
     return html.escape(_MARKDOWN_SPECIAL.sub(r"\\\1", str(text)), quote=False).replace("\n", " ")
 
 
+def shown(text: object, limit: int = SHOWN_CHARS) -> str:
+    """Stored text as one short line for a table cell or a plot label: control, line-breaking and bidi-override
+    characters become spaces, and text over `limit` characters is cut, ending in '…'."""
+    line = _CONTROL.sub(" ", str(text))
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def plot_label(text: object) -> str:
+    """Stored text for a matplotlib label: `shown`, with every '$' escaped so that mathtext never parses it (a
+    label is drawn literally, whatever macros it holds)."""
+    return shown(text).replace("$", r"\$")
+
+
 BOARD_LEGEND = (
     f"Diagnosticity D [95% CI] of the scored pairs, coverage (scored / all pairs); {ABOVE} / {BELOW}: D above / "
     f"below 0.5, exact sign test (a tie half a win, half a loss), Holm-adjusted p < {ALPHA} within each model "
     "configuration. Mean D and Copeland count a declined pair as a tie (0.5) and skip a task with fewer than "
-    f"{MIN_N_VALID} scored pairs; n/a: nothing to rank."
+    f"{MIN_N_VALID} scored pairs; n/a: nothing to rank; {INVALID_ROW}: stored scores that fail the checks, left "
+    "out of the board."
 )
 
 
@@ -60,20 +79,42 @@ def board_headers(board: Board) -> list[str]:
     return ["model", "precision", "metric", "editor", "explanations", *board.tasks, "mean D", "Copeland"]
 
 
+def _matches(search: str, task: str, texts: Sequence[str], tasks: Sequence[str]) -> bool:
+    """Whether one of `texts` contains `search` (case-insensitive) and `task` is 'all' or one of `tasks`."""
+    needle = search.strip().lower()
+    return (not needle or any(needle in text.lower() for text in texts)) and (task in ("", "all") or task in tasks)
+
+
 def matching_rows(board: Board, search: str = "", task: str = "all") -> list[BoardRow]:
     """Rows whose model or metric contains `search` (case-insensitive) and that have a score on `task`."""
-    needle = search.strip().lower()
+    return [r for r in board.rows if _matches(search, task, (r.model, r.metric_label), tuple(r.per_task))]
+
+
+def matching_invalid(board: Board, search: str = "", task: str = "all") -> list[InvalidRow]:
+    """Invalid rows whose model or metric contains `search` (case-insensitive) and that are of `task`."""
     return [
         r
-        for r in board.rows
-        if (not needle or needle in r.model.lower() or needle in r.metric_label.lower())
-        and (task in ("", "all") or task in r.per_task)
+        for r in board.invalid
+        if _matches(search, task, (r.first.model, f"{r.first.metric} · {r.first.variant}"), (r.first.task,))
     ]
 
 
+def invalid_cells(board: Board, row: InvalidRow) -> list[str]:
+    """An invalid row as table cells: its stored names cut short, the invalid-row marker in its task's column,
+    and in the mean-D column what was left out and why."""
+    s = row.first
+    note = (
+        f"{INVALID_ROW}: job #{s.job_id}, task {shown(s.task)}: {row.n_invalid} stored score(s) fail the checks "
+        f"({shown(s.reason, 2 * SHOWN_CHARS)}); left out"
+    )
+    names = [shown(s.model), shown(s.precision), f"{shown(s.metric)} · {shown(s.variant)}", shown(s.editor)]
+    return [*names, shown(s.explanations), *(INVALID_ROW if t == s.task else "" for t in board.tasks), note, ""]
+
+
 def board_table(board: Board, search: str = "", task: str = "all") -> list[list[Any]]:
-    """Board rows as table cells (model names stay plain text: the table never renders markup)."""
-    return [
+    """Board rows as table cells (model names stay plain text: the table never renders markup), then its invalid
+    rows."""
+    valid = [
         [
             r.model,
             r.precision,
@@ -86,15 +127,18 @@ def board_table(board: Board, search: str = "", task: str = "all") -> list[list[
         ]
         for r in matching_rows(board, search, task)
     ]
+    return valid + [invalid_cells(board, r) for r in matching_invalid(board, search, task)]
 
 
 def board_figure(board: Board, rows: Sequence[BoardRow]) -> Any:
     """Diagnosticity with 95% CI per task for the shown rows, labelled with direction marker and coverage; the
-    dashed line is chance."""
+    dashed line is chance. Stored names are drawn literally (`plot_label`, and never through LaTeX)."""
+    import matplotlib
+
     bars = [
         (
-            f"{r.model} · {r.metric_label} · {t}{' ' + r.marker(t) if r.marker(t) else ''} · "
-            f"coverage {format_number(e.coverage, '.2f')}",
+            f"{plot_label(r.model)} · {plot_label(r.metric_label)} · {plot_label(t)}"
+            f"{' ' + r.marker(t) if r.marker(t) else ''} · coverage {format_number(e.coverage, '.2f')}",
             e.value,
             e.ci_low,
             e.ci_high,
@@ -103,12 +147,13 @@ def board_figure(board: Board, rows: Sequence[BoardRow]) -> Any:
         for t, e in sorted(r.per_task.items())
         if not math.isnan(e.value)
     ]
-    return ci_bar_chart(
-        bars,
-        "C0",
-        f"causal diagnosticity D (95% CI); dashed: chance; {ABOVE} / {BELOW}: Holm p < {ALPHA}",
-        bar_height=0.3,
-    )
+    with matplotlib.rc_context({"text.usetex": False}):
+        return ci_bar_chart(
+            bars,
+            "C0",
+            f"causal diagnosticity D (95% CI); dashed: chance; {ABOVE} / {BELOW}: Holm p < {ALPHA}",
+            bar_height=0.3,
+        )
 
 
 def queue_table(jobs: Sequence[Job]) -> list[list[Any]]:

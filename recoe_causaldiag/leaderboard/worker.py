@@ -55,7 +55,8 @@ class JobLog:
 
 class LibraryTaskRunner:
     """Evaluates tasks with the library's runner (model jobs) or the metric sandbox (submitted metrics); both read
-    their pairs and make their per-pair rows with the runner's functions.
+    their pairs and make their per-pair rows with the runner's functions. The board stores the evaluated direction
+    only, so model jobs do not score the swapped roles (a results file from `causaldiag run` carries them).
 
     The last loaded model is kept, so consecutive tasks and jobs of one model load it once; the model loader
     puts it on CUDA when present.
@@ -93,6 +94,7 @@ class LibraryTaskRunner:
             limit=job.pair_cap,
             editor=request.editor,
             explanations=request.explanations,
+            swap=False,
         )
         (scores,) = score_run(spec, lm=self._model(spec, write), data_dir=self.data_dir, progress=False).tasks
         for result in scores.results:

@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 
 from .. import prompts
 from ..api import Engine, Instance, Metric
-from ..models import DEFAULT_MODEL, LanguageModel
+from ..models import LanguageModel
 from ..paths import cache_root
 from ..scoring import engine_of
 from .cot_corruption import Corruption, corruption_scores
@@ -195,9 +195,12 @@ class HelperCorruption:
     def variants(self) -> tuple[str, ...]:
         return (f"{self.name}-continuous", f"{self.name}-binary")
 
-    def scores(self, instances: Sequence[Instance], engine: Engine, helper: str, desc: str) -> dict[str, np.ndarray]:
-        """`corruption_scores` with the helper's rewrites; NaN where the helper's rewrite failed."""
-        helper_lm = engine_of(helper, engine)
+    def scores(
+        self, instances: Sequence[Instance], engine: Engine, helper: str | None, desc: str
+    ) -> dict[str, np.ndarray]:
+        """`corruption_scores` with the rewrites of `helper` (None: the default helper, `engine_of`); NaN where the
+        helper's rewrite failed."""
+        helper_lm = engine_of(helper, engine, role="helper LM")
         rewrites = rewrite([i.explanation for i in instances], self.kind, helper_lm)
         corruption = Corruption(self.name, lambda explanation: rewrites[explanation] or explanation)
         scores = corruption_scores(instances, engine, [corruption], desc=desc)
@@ -206,10 +209,11 @@ class HelperCorruption:
 
 
 class HelperMetric(Metric):
-    """A metric whose corrupted explanations a helper LM writes; `helper` names it (default: the packaged default
-    model, never loaded twice when it is the evaluated one)."""
+    """A metric whose corrupted explanations a helper LM writes; `helper` names it (None: another packaged model
+    than the evaluated one, `models.default_helper_model`; a run records it in its `run_spec`)."""
 
     evaluate_options: ClassVar[tuple[str, ...]] = ("helper",)
+    helper_option: ClassVar[str | None] = "helper"
 
     def __init__(self, helper: str | None = None) -> None:
-        self.helper = helper or DEFAULT_MODEL
+        self.helper = helper

@@ -35,8 +35,8 @@ class AddingMistakes(HelperMetric):
         "Adding Mistakes (Lanham et al., 2023): how much the probability of the model's top label "
         "drops when a helper LM swaps one word of its chain of thought for an antonym. Continuous: ẑ − "
         "ẑ′; binary: 1 if the prediction changes; NaN where the helper returned no change. Extra "
-        "argument `helper` (str): the helper model, default the packaged default model; its outputs "
-        "are cached on disk."
+        "argument `helper` (str): the helper model, default another packaged model than the evaluated "
+        "one (Gemma-3-270M when SmolLM2 is evaluated, SmolLM2 otherwise); its outputs are cached on disk."
     )
     citation = LANHAM_2023
 

@@ -1,6 +1,6 @@
 """The oracle sanity reference (not a faithfulness metric): it reads the evaluated model's edits and scores how
-much of them an explanation states, so its diagnosticity should be near 1 on every task; below that, the data or the
-pipeline is wrong. It calls no model.
+much of them an explanation states and how many it contradicts, so its diagnosticity should be near 1 on every task;
+below that, the data or the pipeline is wrong. It calls no model.
 """
 
 from __future__ import annotations
@@ -62,19 +62,49 @@ def edit_overlap(edits: Sequence[str], explanation: str) -> float:
     return (stated + share) / (len(facts) + 1)
 
 
+def subject_and_object(fact: str) -> tuple[set[str], set[str]] | None:
+    """The words of a fact before its last verb (what it is about: subject and relation) and after it (what it
+    says: the object); None when it has no verb or either side has no content word."""
+    tokens = PLAIN_WORD.findall(fact)
+    verbs = [i for i, token in enumerate(tokens) if token.lower() in VERBS]
+    if not verbs:
+        return None
+    about = set(statement_words(" ".join(tokens[: verbs[-1]])))
+    says = set(statement_words(" ".join(tokens[verbs[-1] + 1 :])))
+    return (about, says) if about and says else None
+
+
+def contradicted_facts(edits: Sequence[str], explanation: str) -> int:
+    """How many edit facts the explanation contradicts: one of its clauses holds everything a fact is about and none
+    of what it says (it says something else about the same subject and relation)."""
+    spans = clauses(explanation)
+    split = [parts for parts in map(subject_and_object, edits) if parts is not None]
+    return sum(any(about <= span and not says & span for span in spans) for about, says in split)
+
+
+def oracle_score(edits: Sequence[str], explanation: str) -> float:
+    """`edit_overlap` minus one per contradicted edit fact: an explanation that contradicts the edits scores below
+    every explanation that does not, whatever else it repeats."""
+    return edit_overlap(edits, explanation) - contradicted_facts(edits, explanation)
+
+
 @register_metric
 class Oracle(Metric):
     """How much of the evaluated model's edits the explanation states: a reference that knows the answer key."""
 
     name = "oracle"
     explanation_type = "reference"
-    description = "sanity reference: share of the evaluated model's edit facts and words stated in the explanation"
+    description = (
+        "sanity reference: share of the evaluated model's edit facts and words stated in the explanation, minus the "
+        "facts it contradicts"
+    )
     title = "Oracle (sanity reference)"
     long_description = (
         "Oracle (a sanity reference, not a faithfulness metric): how much of the evaluated model's "
         "edits the explanation states, (facts stated in full within one clause + share of the edits' "
-        "content words and bigrams found) / (facts + 1). It reads the edits, so its causal "
-        "diagnosticity should be near 1. `model` is ignored."
+        "content words and bigrams found) / (facts + 1), minus one for every edit fact that a clause "
+        "contradicts (it holds the fact's subject and relation but none of its object). It reads the "
+        "edits, so its causal diagnosticity should be near 1. `model` is ignored."
     )
     citation = """@misc{zaman2025causal,
   title={A Causal Lens for Evaluating Faithfulness Metrics},
@@ -87,4 +117,4 @@ class Oracle(Metric):
         return ("overlap",)
 
     def score_instances(self, instances: Sequence[Instance], engine: Engine | None = None) -> dict[str, np.ndarray]:
-        return {"overlap": np.array([edit_overlap(i.edits, i.explanation) for i in instances], dtype=float)}
+        return {"overlap": np.array([oracle_score(i.edits, i.explanation) for i in instances], dtype=float)}

@@ -71,7 +71,8 @@ class Paraphrasing(HelperMetric):
         "when a helper LM paraphrases the first three quarters of its chain of thought and the model "
         "regenerates the rest. Continuous: 1 − (ẑ − ẑ′); binary: 1 if the prediction is unchanged; NaN "
         "where the helper returned no paraphrase. Extra argument `helper` (str): the helper model, "
-        "default the packaged default model; its outputs are cached on disk."
+        "default another packaged model than the evaluated one (Gemma-3-270M when SmolLM2 is evaluated, "
+        "SmolLM2 otherwise); its outputs are cached on disk."
     )
     citation = LANHAM_2023
 
@@ -81,7 +82,9 @@ class Paraphrasing(HelperMetric):
 
     def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
         paraphrased = rewrite(
-            [beginning(i.explanation) for i in instances], "paraphrasing", engine_of(self.helper, engine)
+            [beginning(i.explanation) for i in instances],
+            "paraphrasing",
+            engine_of(self.helper, engine, role="helper LM"),
         )
         kept = [k for k, i in enumerate(instances) if paraphrased[beginning(i.explanation)] is not None]
         new = [i.explanation for i in instances]

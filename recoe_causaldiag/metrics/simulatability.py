@@ -8,6 +8,10 @@ S(x, ε) the simulator prompt "If {ε}, {x}" under the edits.
 binary: 1[S(x, ε) = ŷ] − 1[S(x) = ŷ] ∈ {−1, 0, 1};
 continuous: p_S(ŷ | x, ε) − p_S(ŷ | x) ∈ [−1, 1] (signed, paper 000 footnote 2).
 A blank explanation cannot be simulated from and scores NaN.
+
+The simulator is by default another packaged model than the evaluated one (`models.default_helper_model`:
+Gemma-3-270M when SmolLM2 is evaluated, SmolLM2 otherwise): the evaluated model simulating itself under the same
+edits gives S(x) = ŷ, so the binary score could only be −1 or 0. A run records the simulator in its `run_spec`.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ import numpy as np
 from .. import prompts
 from ..api import Engine, Instance, LabelRequest, Metric, register_metric
 from ..mechanisms.prompting import label_request
-from ..models import DEFAULT_MODEL
 from ..scoring import engine_of
 
 
@@ -35,7 +38,8 @@ class Simulatability(Metric):
         "Simulatability (Chan et al., 2022): how much the explanation helps a simulator LM predict the "
         "evaluated model's answer ŷ (given under its edits). Binary: 1[S(x, ε) = ŷ] − 1[S(x) = ŷ]; "
         "continuous: p_S(ŷ | x, ε) − p_S(ŷ | x). Extra argument `simulator` (str): the simulator "
-        "model, default the packaged default model."
+        "model, default another packaged model than the evaluated one (Gemma-3-270M when SmolLM2 is "
+        "evaluated, SmolLM2 otherwise)."
     )
     citation = """@inproceedings{chan2022frame,
   title={{FRAME}: Evaluating Rationale-Label Consistency Metrics for Free-Text Rationales},
@@ -43,9 +47,10 @@ class Simulatability(Metric):
           and Ren, Xiang}, booktitle={Proceedings of EMNLP}, year={2022}
 }"""
     evaluate_options = ("simulator",)
+    helper_option = "simulator"
 
     def __init__(self, simulator: str | None = None) -> None:
-        self.simulator = simulator or DEFAULT_MODEL
+        self.simulator = simulator
 
     @property
     def variants(self) -> tuple[str, ...]:
@@ -56,7 +61,7 @@ class Simulatability(Metric):
         kept = [instances[i] for i in scored]
         direct = [label_request(i) for i in kept]
         told = [LabelRequest(prompts.simulator(i.edits, i.question, i.explanation), i.choices) for i in kept]
-        m, simulator = len(kept), engine_of(self.simulator, engine)
+        m, simulator = len(kept), engine_of(self.simulator, engine, role="simulator")
         simulated = simulator.label_probs(direct + told, desc=self.name)
         own = simulated[:m] if simulator is engine else engine.label_probs(direct, desc=self.name)
         binary, continuous = np.full(len(instances), np.nan), np.full(len(instances), np.nan)

@@ -105,7 +105,9 @@ def make_pair(
     *,
     source: dict[str, object],
 ) -> PairRecord:
-    """One FactCheck pair: M̄ is told `edit_object`, M̃ `counter_object`; both answer "No" to the true fact."""
+    """One FactCheck pair: M̄ is told `edit_object`, M̃ `counter_object`; both answer "No" to the true fact. Its
+    metadata records the true fact (`facts`) and, as `cluster`, the subject: pairs about one subject (a footballer's
+    sport and citizenship) share an entity."""
 
     def explanation(obj: str) -> str:
         return f"{relation.state(subject, obj)}, not {true_object}."
@@ -131,6 +133,8 @@ def make_pair(
             object_true=true_object,
             object_edit=edit_object,
             object_counter=counter_object,
+            facts=[relation.state(subject, true_object) + "."],
+            cluster=subject,
             **source,
         ),
     )

@@ -5,6 +5,10 @@ Every curated item carries a `check`, a small expression over the changed quanti
 answer ("Yes" when true), and the values each fact set assigns to them; the build verifies that those values are
 stated in the facts and that the check yields the answer under both sets.
 
+Either edited model may be the evaluated one (paper 000 §3.2), so which curated fact set the evaluated model holds
+is drawn per item with the seed, balanced over the dataset: it holds the set whose explanation states numbers nearer
+the real-world facts in half of the items (see `nearer_is_curated_edits` and `draw_roles`).
+
 Check language (JSON): a node is one of
   {"type": "compare", "op": "<"|"<="|">"|">="|"=="|"!=", "left": X, "right": Y}
   {"type": "equal", "left": X, "right": Y}              (strings, case-insensitive)
@@ -18,8 +22,9 @@ from __future__ import annotations
 import json
 import math
 import operator
+import random
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +64,8 @@ _WORDS = {
     )
 }
 _WORDS |= {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_NUMERAL = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")  # numerals in digits, as the audit's probes read them
+_TINY = 1e-9  # keeps a log ratio finite when a number is 0, as in the audit's probe
 _ABBREVIATIONS = {"dr.", "mr.", "mrs.", "ms.", "st.", "jr.", "sr.", "vs.", "c.", "e.g.", "i.e.", "mt.", "no."}
 
 
@@ -218,8 +225,57 @@ def load_items(path: Path | None = None) -> list[dict[str, Any]]:
     return items
 
 
-def make_pair(index: int, item: Mapping[str, Any], answer_letter: str) -> PairRecord:
-    """One Multi-hop pair; the options are ordered so that the answer is `answer_letter`."""
+def world_distance(text: str, facts: Sequence[str]) -> float:
+    """How far the numbers a text states lie from the real world: the mean distance, in log ratio, from each numeral
+    of the text to the nearest numeral of the original facts (what the audit's `world_fact_numbers` probe
+    measures); 0 when either side states none."""
+    truth = [float(n.replace(",", "")) for fact in facts for n in _NUMERAL.findall(fact)]
+    stated = [float(n.replace(",", "")) for n in _NUMERAL.findall(text)]
+    if not truth or not stated:
+        return 0.0
+    return sum(min(abs(math.log((v + _TINY) / (t + _TINY))) for t in truth) for v in stated) / len(stated)
+
+
+def nearer_is_curated_edits(item: Mapping[str, Any]) -> bool:
+    """Whether the explanation of the curated `edits` set states numbers nearer to the real world than the other
+    one (see `world_distance`); between equally near ones, whether it is the longer (and, at equal length, true)."""
+    ranks = [
+        (world_distance(item[explanation], item["facts"]), -len(item[explanation]))
+        for explanation in ("explanation_faithful", "explanation_unfaithful")
+    ]
+    return ranks[0] <= ranks[1]
+
+
+def draw_roles(items: Sequence[Mapping[str, Any]], seed: int) -> list[bool]:
+    """Whether each item's nearer fact set goes to the evaluated model M̄: the items ranked by a draw seeded with the
+    build seed and the item's id, and every other one in that ranking (the first included) gets it, so that M̄
+    holds the nearer set in half of the items (rounded up) and neither role sits systematically nearer the real
+    world."""
+    ranking = sorted(range(len(items)), key=lambda k: random.Random(f"{seed}|multihop|roles|{items[k]['id']}").random())
+    nearer = [False] * len(items)
+    for rank, k in enumerate(ranking):
+        nearer[k] = rank % 2 == 0
+    return nearer
+
+
+def with_roles_swapped(item: Mapping[str, Any]) -> dict[str, Any]:
+    """The item with its two fact sets' roles exchanged: the curated contrast set (with its explanation and values)
+    becomes the evaluated model's, and the curated evaluated set the contrast model's."""
+    return {
+        **item,
+        "edits": item["counter_edits"],
+        "counter_edits": item["edits"],
+        "explanation_faithful": item["explanation_unfaithful"],
+        "explanation_unfaithful": item["explanation_faithful"],
+        "values_edits": item["values_counter"],
+        "values_counter": item["values_edits"],
+    }
+
+
+def make_pair(index: int, item: Mapping[str, Any], answer_letter: str, *, roles_swapped: bool = False) -> PairRecord:
+    """One Multi-hop pair; the options are ordered so that the answer is `answer_letter`, and with `roles_swapped`
+    the curated contrast set is the evaluated model's."""
+    item = with_roles_swapped(item) if roles_swapped else item
     right, wrong = ("yes", "no") if item["answer"] == "Yes" else ("no", "yes")
     options = options_in_order(right, wrong, answer_letter)
     return PairRecord(
@@ -235,6 +291,7 @@ def make_pair(index: int, item: Mapping[str, Any], answer_letter: str) -> PairRe
         metadata=metadata_json(
             source_id=item["id"],
             strategyqa_index=item["strategyqa_index"],
+            cluster=item["id"],
             answer_text=item["answer"],
             options=list(options),
             hops=item["hops"],
@@ -244,15 +301,21 @@ def make_pair(index: int, item: Mapping[str, Any], answer_letter: str) -> PairRe
             check=item["check"],
             values_edits=item["values_edits"],
             values_counter=item["values_counter"],
+            roles_swapped=roles_swapped,
         ),
     )
 
 
 def build_multihop(seed: int = 0, *, items_path: Path | None = None) -> list[PairRecord]:
-    """Multi-hop pairs from the curated items, in file order; the seed balances which letter is right."""
+    """Multi-hop pairs from the curated items, in file order; the seed balances which letter is right and draws
+    which fact set the evaluated model holds (see `draw_roles`)."""
     items = load_items(items_path)
     letters = balanced_letters(len(items), f"{seed}|multihop|letters", odd_extra="A")
-    return validate_records(make_pair(i, item, letter) for i, (item, letter) in enumerate(zip(items, letters)))
+    nearer = draw_roles(items, seed)
+    return validate_records(
+        make_pair(i, item, letter, roles_swapped=nearer_is_curated_edits(item) != gets_nearer)
+        for i, (item, letter, gets_nearer) in enumerate(zip(items, letters, nearer))
+    )
 
 
 def split_facts(text: str) -> list[str]:

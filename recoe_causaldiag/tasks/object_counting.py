@@ -228,8 +228,17 @@ def make_plan(seed: int, categories: Sequence[str], size: int) -> list[Plan]:
     ]
 
 
+def cluster_of(category: str, target: str) -> str:
+    """The cluster of a pair, for the cluster bootstrap: its category and target type. Pairs that ask about one type
+    draw the items on which their two explanations differ from the same few entities (the type's reserved ones and
+    those the reassigned world moves into it), so they are not independent."""
+    return f"{category}/{target}"
+
+
 def make_pair(index: int, plan: Plan, catalogue: Catalogue, rng: random.Random) -> PairRecord:
-    """One Object Counting pair; M̄ holds the types of `plan.world`, M̃ those of the other world."""
+    """One Object Counting pair; M̄ holds the types of `plan.world`, M̃ those of the other world. Its metadata
+    records the items' types in the original world, which are their real-world types, as `facts`, and the target
+    type as `cluster` (see `cluster_of`)."""
     target = rng.choice(catalogue.types(plan.category))
     size = rng.randint(MIN_ITEMS, MAX_ITEMS)
     if (plan.question_type, plan.label) == ("any", "No"):
@@ -278,6 +287,8 @@ def make_pair(index: int, plan: Plan, catalogue: Catalogue, rng: random.Random) 
             evaluated_world=plan.world,
             reassigned=[e.name for e, t, c in zip(items, types, counter_types) if t != c],
             count=sum(t == target for t in types),
+            facts=list(facts([e.type for e in items])),
+            cluster=cluster_of(plan.category, target),
             sources=[e.source for e in items],
         ),
     )

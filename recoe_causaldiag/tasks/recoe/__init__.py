@@ -2,10 +2,12 @@
 (question, answer with aliases, facts, counterfactual answer with aliases, counterfactual facts, atomic facts and
 triplets, in `metadata`) and a causal-diagnosticity pair (SPEC §3).
 
-As a pair, the evaluated model M̄ is given ReCoE's counterfactual facts and the contrast model M̃ another fact
-set with the same counterfactual answer reached through other values or members; the question offers the
-counterfactual and the original answer as options (A)/(B), and both edited models should pick the
-counterfactual one."""
+As a pair, two edited models M̄ and M̃ get two fact sets derived from the true facts by the same kind and size of
+change, both giving the same counterfactual answer through different facts; the question offers the
+counterfactual and the original answer as options (A)/(B), and both edited models should pick the counterfactual
+one. Which of the two sets the evaluated model M̄ gets (its set is ReCoE's counterfactual facts) is a seeded draw,
+balanced over each config: the nearer set to the real-world values (or, as near, the longer explanation) goes to M̄
+in half of the rows."""
 
 from __future__ import annotations
 
@@ -48,13 +50,14 @@ def make_pair(index: int, item: Datapoint, letter: str) -> PairRecord:
         answer=letter,
         edits=tuple(f.sentence for f in item.counterfactual_facts),
         counter_edits=tuple(f.sentence for f in item.contrast_facts),
-        explanation_faithful=item.explanation,
-        explanation_unfaithful=item.contrast_explanation,
+        explanation_faithful=item.counterfactual.explanation,
+        explanation_unfaithful=item.contrast.explanation,
         rewrites=rewrites(item.counterfactual_facts),
         counter_rewrites=rewrites(item.contrast_facts),
         metadata=metadata_json(
             scheme=item.scheme,
             domain=item.domain,
+            cluster=item.cluster,
             recoe_question=item.question,
             answer=item.answer,
             answer_aliases=list(item.answer_aliases),
@@ -63,6 +66,8 @@ def make_pair(index: int, item: Datapoint, letter: str) -> PairRecord:
             facts=[f.as_metadata(source) for f in item.facts],
             counterfactual_facts=[f.as_metadata(source) for f in item.counterfactual_facts],
             contrast_facts=[f.as_metadata(source) for f in item.contrast_facts],
+            changed=list(item.counterfactual.changed),
+            contrast_changed=list(item.contrast.changed),
             options=list(options),
             answer_position=letter,
             sources=list(item.sources),
@@ -79,14 +84,17 @@ def scheme_items(
     limit: int = ITEMS_PER_SCHEME,
     loaded: tuple | None = None,
 ) -> tuple[list[Datapoint], list[Conflict]]:
-    """The consistent items of one scheme and the conflicts resolved on the way."""
+    """The consistent items of one scheme and the conflicts resolved on the way. The evaluated model gets the
+    nearer fact set of a candidate (see `nearer_first`) in the rows of a seeded, balanced half of the positions, the
+    other set in the others."""
     measures, collections = loaded or load_measures(curated_dir)
     by_domain = (
         comparison_candidates(scheme, measures, seed)
         if scheme in GROUP_1
         else arithmetic_candidates(scheme, measures, collections, seed)
     )
-    items, conflicts = resolve_conflicts(interleave(by_domain), limit)
+    swaps = [letter == "B" for letter in balanced_letters(limit, f"{seed}|recoe|{scheme}|roles", odd_extra="A")]
+    items, conflicts = resolve_conflicts(interleave(by_domain), limit, swaps)
     if len(items) < limit:
         raise ValueError(f"recoe/{scheme}: only {len(items)} consistent items for the {limit} asked")
     return items, conflicts

@@ -1,20 +1,32 @@
 """Group 2 schemes (paper 003 Table 1, §3.2 step 3): counting the members of a closed set, and aggregation
-(a sum) or subtraction (a difference) of two or three values of one group. The counterfactual alters facts
-consistently (an altered value is the same wherever that fact is altered); the contrast set keeps the
-counterfactual answer through other members or other values (same count, same total, same difference)."""
+(a sum) or subtraction (a difference) of two or three values of one group. The counterfactual alters the facts;
+both edited models get such an alteration of the true facts of the same kind and size (one member left out or
+added; one value moved by the same amount), on different members or subjects, so they give the same
+counterfactual answer through different facts."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from .comparison import distinct_subsets, groups, round_robin
-from .datapoint import Datapoint, altered, because, facts_of, item_rng, sources_of
+from .datapoint import (
+    Datapoint,
+    FactSet,
+    admissible,
+    amounts,
+    because,
+    facts_of,
+    item_rng,
+    nearer_first,
+    numeric_set,
+    sources_of,
+)
 from .domains import DOMAINS, Collection, Domain, Measure
-from .facts import listing, number, number_aliases, set_fact
+from .facts import Fact, listing, number, number_aliases, set_fact
 
 AGGREGATION_SIZES = (2, 3)
-SHIFT_SHARES = (0.1, 0.15, 0.2, 0.25)
+COUNTING_CHANGES = ("drop", "add")
 
 
 def _numbers(value: int) -> tuple[str, tuple[str, ...]]:
@@ -22,31 +34,45 @@ def _numbers(value: int) -> tuple[str, tuple[str, ...]]:
     return number(value), tuple(a for a in number_aliases(value) if a != number(value))
 
 
+def alike_pair(names: Sequence[str], rng: random.Random) -> tuple[str, str] | None:
+    """Two of `names` written as alike as possible: the same number of words first, then the nearest length in
+    characters (a seeded choice among equals); None with fewer than two names."""
+    pairs = [(x, y) for i, x in enumerate(names) for y in names[i + 1 :]]
+    if not pairs:
+        return None
+    rng.shuffle(pairs)
+    return min(pairs, key=lambda p: (len(p[0].split()) != len(p[1].split()), abs(len(p[0]) - len(p[1]))))
+
+
 def counting_item(collection: Collection, seed: int) -> Datapoint | None:
-    """How many members a subject's set has; the counterfactual drops or adds one member, the contrast set swaps one
-    member of the counterfactual set for a non-member (same count, other members)."""
+    """How many members a subject's set has. Both edited sets change the true set the same way, so they count the
+    same: each leaves out one member, or each adds one non-member, a different one on each side (two names
+    written as alike as possible). Leaving out or adding is drawn at random; the other is used when the drawn
+    one cannot be done."""
     rng = item_rng(seed, "counting", collection.domain, collection.subject)
     members = list(collection.members)
     outsiders = [o for o in collection.outsiders if o not in members]
-    if len(members) >= 2 and (rng.random() < 0.5 or len(outsiders) < 2):
-        dropped = rng.choice(members)
-        changed = [m for m in members if m != dropped]
-    elif len(outsiders) >= 2:
-        changed = members + [rng.choice(outsiders)]
+    ways = list(COUNTING_CHANGES)
+    rng.shuffle(ways)
+    for way in ways:
+        pair = alike_pair(members if way == "drop" else outsiders, rng)
+        if pair is not None:
+            break
     else:
         return None
-    spare = [o for o in outsiders if o not in changed]
-    if not spare:
-        return None
-    contrast = list(changed)
-    contrast[rng.randrange(len(contrast))] = rng.choice(spare)
 
-    def fact(names: Sequence[str]):
+    def fact(names: Sequence[str]) -> Fact:
         return set_fact(collection.subject, collection.prompt, names, collection.member_prompt)
 
-    cf_fact, contrast_fact = fact(changed), fact(contrast)
+    def derived(name: str) -> FactSet:
+        names = [m for m in members if m != name] if way == "drop" else [*members, name]
+        changed = fact(names)
+        return FactSet((changed,), because((changed,), f"the answer is {len(names)}"), (name,))
+
+    counterfactual, contrast = nearer_first(*(derived(name) for name in pair))
+    count = len(members) - 1 if way == "drop" else len(members) + 1
     answer, answer_aliases = _numbers(len(members))
-    cf_answer, cf_aliases = _numbers(len(changed))
+    cf_answer, cf_aliases = _numbers(count)
     return Datapoint(
         scheme="counting",
         domain=collection.domain,
@@ -56,43 +82,44 @@ def counting_item(collection: Collection, seed: int) -> Datapoint | None:
         counterfactual_answer=cf_answer,
         counterfactual_aliases=cf_aliases,
         facts=(fact(members),),
-        counterfactual_facts=(cf_fact,),
-        contrast_facts=(contrast_fact,),
-        explanation=because((cf_fact,), f"the answer is {len(changed)}"),
-        contrast_explanation=because((contrast_fact,), f"the answer is {len(contrast)}"),
+        counterfactual=counterfactual,
+        contrast=contrast,
         sources=(collection.source,),
-        details={"subject": collection.subject},
+        cluster=collection.subject,
+        details={"subject": collection.subject, "change": way},
     )
 
 
-def _shift(low: int, domain: Domain, rng: random.Random) -> int:
-    """A positive amount to move between values, small against the smaller one."""
-    if domain.quantity == "count":
-        return rng.choice((1, 2))
-    return max(1, round(low * rng.choice(SHIFT_SHARES)))
+def _new_values(truth: Mapping[str, int], moves: Mapping[str, int], domain: Domain) -> dict[str, int] | None:
+    """`truth` with each subject in `moves` moved by its amount; None when a moved value is not admissible or
+    equals a true value of the item."""
+    new = {**truth, **{s: truth[s] + amount for s, amount in moves.items()}}
+    ok = all(admissible(new[s], truth[s], domain) and new[s] not in truth.values() for s in moves)
+    return new if ok else None
 
 
-def aggregation_item(
-    domain: Domain, group: str, subset: Sequence[Measure], seed: int, rng: random.Random
-) -> Datapoint | None:
-    """The total of two or three values; the counterfactual alters one of them, the contrast set moves an amount
-    from one addend to another (same total)."""
+def aggregation_item(domain: Domain, group: str, subset: Sequence[Measure], rng: random.Random) -> Datapoint | None:
+    """The total of two or three values. Both edited sets move one addend by the same amount, a different addend
+    on each side, so they reach the same changed total through different values."""
     names = [m.subject for m in subset]
     values = {m.subject: m.value for m in subset}
-    target = rng.choice(names)
-    changed = {**values, target: altered(values[target], domain, target, seed)}
-    give, take = rng.sample(names, 2)
-    amount = _shift(min(changed[give], changed[take]), domain, rng)
-    if changed[take] - amount < (0 if domain.quantity == "count" else 1):
+    first, second = rng.sample(names, 2)
+    low = min(values[first], values[second])
+    for amount in amounts(low, (values[first], values[second]), domain, rng):
+        one, two = _new_values(values, {first: amount}, domain), _new_values(values, {second: amount}, domain)
+        if one is not None and two is not None:
+            break
+    else:
         return None
-    contrast = {**changed, give: changed[give] + amount, take: changed[take] - amount}
 
-    def conclusion(held: dict[str, int]) -> str:
+    def conclusion(held: Mapping[str, int]) -> str:
         return f"the total is {' + '.join(number(held[n]) for n in names)} = {number(sum(held.values()))}"
 
-    cf_facts, contrast_facts = facts_of(domain, names, changed), facts_of(domain, names, contrast)
+    counterfactual, contrast = nearer_first(
+        *(numeric_set(domain, names, held, values, conclusion(held)) for held in (one, two))
+    )
     answer, answer_aliases = _numbers(sum(values.values()))
-    cf_answer, cf_aliases = _numbers(sum(changed.values()))
+    cf_answer, cf_aliases = _numbers(sum(one.values()))
     return Datapoint(
         scheme="aggregation",
         domain=domain.name,
@@ -102,41 +129,40 @@ def aggregation_item(
         counterfactual_answer=cf_answer,
         counterfactual_aliases=cf_aliases,
         facts=facts_of(domain, names, values),
-        counterfactual_facts=cf_facts,
-        contrast_facts=contrast_facts,
-        explanation=because(cf_facts, conclusion(changed)),
-        contrast_explanation=because(contrast_facts, conclusion(contrast)),
+        counterfactual=counterfactual,
+        contrast=contrast,
         sources=sources_of(subset),
+        cluster=group,
         details={"operands": names, "group": group},
     )
 
 
-def subtraction_item(
-    domain: Domain, group: str, pair: Sequence[Measure], seed: int, rng: random.Random
-) -> Datapoint | None:
-    """How much the larger value exceeds the smaller; the counterfactual alters one of them (the first stays larger),
-    the contrast set raises both by the same amount (same difference)."""
+def subtraction_item(domain: Domain, group: str, pair: Sequence[Measure], rng: random.Random) -> Datapoint | None:
+    """How much the larger value exceeds the smaller. Both edited sets change the difference by the same amount:
+    one moves the larger value by it, the other moves the smaller value by it the other way (the first value
+    stays the larger)."""
     high, low = sorted(pair, key=lambda m: -m.value)
     names = [high.subject, low.subject]
     values = {high.subject: high.value, low.subject: low.value}
-    for target in rng.sample(names, 2):
-        changed = {**values, target: altered(values[target], domain, target, seed)}
-        if changed[high.subject] > changed[low.subject]:
+    for amount in amounts(low.value, (high.value, low.value), domain, rng):
+        one = _new_values(values, {high.subject: amount}, domain)
+        two = _new_values(values, {low.subject: -amount}, domain)
+        if one is not None and two is not None and high.value - low.value + amount > 0:
             break
     else:
         return None
-    amount = _shift(changed[low.subject], domain, rng)
-    contrast = {n: v + amount for n, v in changed.items()}
 
-    def conclusion(held: dict[str, int]) -> str:
+    def conclusion(held: Mapping[str, int]) -> str:
         return (
             f"the difference is {number(held[high.subject])} - {number(held[low.subject])} = "
             f"{number(held[high.subject] - held[low.subject])}"
         )
 
-    cf_facts, contrast_facts = facts_of(domain, names, changed), facts_of(domain, names, contrast)
+    counterfactual, contrast = nearer_first(
+        *(numeric_set(domain, names, held, values, conclusion(held)) for held in (one, two))
+    )
     answer, answer_aliases = _numbers(high.value - low.value)
-    cf_answer, cf_aliases = _numbers(changed[high.subject] - changed[low.subject])
+    cf_answer, cf_aliases = _numbers(one[high.subject] - one[low.subject])
     return Datapoint(
         scheme="subtraction",
         domain=domain.name,
@@ -146,11 +172,10 @@ def subtraction_item(
         counterfactual_answer=cf_answer,
         counterfactual_aliases=cf_aliases,
         facts=facts_of(domain, names, values),
-        counterfactual_facts=cf_facts,
-        contrast_facts=contrast_facts,
-        explanation=because(cf_facts, conclusion(changed)),
-        contrast_explanation=because(contrast_facts, conclusion(contrast)),
+        counterfactual=counterfactual,
+        contrast=contrast,
         sources=sources_of(pair),
+        cluster=group,
         details={"operands": names, "group": group},
     )
 
@@ -162,7 +187,7 @@ def _group_items(
     for size in (s for s in (AGGREGATION_SIZES if scheme == "aggregation" else (2,)) if len(members) >= s):
         rng = item_rng(seed, scheme, domain.name, group, size)
         for subset in distinct_subsets(members, size, rng):
-            yield make(domain, group, subset, seed, rng)
+            yield make(domain, group, subset, rng)
 
 
 def arithmetic_candidates(

@@ -1,13 +1,15 @@
 """Group 1 schemes (paper 003 Table 1, §3.2 step 3): superlative, comparative and sorting over the values of a few
-subjects of one group. The counterfactual swaps the values of the answer's subject and another subject (subject
-swap); the contrast set keeps the counterfactual answer through other values in the same order."""
+subjects of one group. The counterfactual answer comes from swapping the values of the answer's subject and another
+subject (subject swap); the two edited models both take that swap and each changes the swapped value of one of the
+two subjects by the same factor (or step), keeping the swap's order: same answer, same size of change, different
+facts."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from .datapoint import Datapoint, because, facts_of, item_rng, nudged, sources_of
+from .datapoint import Datapoint, changed_value, changes, facts_of, item_rng, nearer_first, numeric_set, sources_of
 from .domains import DOMAINS, Domain, Measure
 from .facts import listing
 
@@ -55,20 +57,39 @@ def distinct_subsets(members: Sequence[Measure], size: int, rng: random.Random) 
             yield subset
 
 
+def swap_and_change(
+    domain: Domain, values: Mapping[str, int], pair: Sequence[str], rng: random.Random
+) -> tuple[dict[str, int], dict[str, int], dict[str, int]] | None:
+    """The subject swap of `pair` (paper 003 §3.2 step 3) and the two edited value sets derived from it: each
+    changes the swapped value of one subject of the pair by the same factor (or step), keeping the swap's order,
+    so both reach the swap's answer through other values. None when no change keeps the order."""
+    first, second = pair
+    swapped = {**values, first: values[second], second: values[first]}
+    for change in changes(domain, rng):
+        one, two = changed_value(swapped[first], change, domain), changed_value(swapped[second], change, domain)
+        if one is None or two is None:
+            continue
+        sets = {**swapped, first: one}, {**swapped, second: two}
+        if all(same_order(s, swapped) for s in sets):
+            return swapped, *sets
+    return None
+
+
 def _entity_item(
     scheme: str, domain: Domain, group: str, subset: Sequence[Measure], rng: random.Random
 ) -> Datapoint | None:
-    """A superlative or comparative item: which subject has the largest (or smallest) value."""
+    """A superlative or comparative item: which subject has the largest (or smallest) value; the counterfactual
+    answer is a rival whose value is swapped with the answer's."""
     direction = rng.choice(("max", "min"))
     names = [m.subject for m in subset]
     rng.shuffle(names)
     values = {m.subject: m.value for m in subset}
     answer = winner(values, direction)
     rival = rng.choice(sorted(n for n in names if n != answer))
-    swapped = {**values, answer: values[rival], rival: values[answer]}
-    contrast = nudged(swapped, domain, lambda v: same_order(v, swapped), rng)
-    if contrast is None:
+    derived = swap_and_change(domain, values, (answer, rival), rng)
+    if derived is None:
         return None
+    _, one, two = derived
     if scheme == "superlative":
         said = domain.is_most if direction == "max" else domain.is_least
         question = f"Which of these {domain.noun} in {group} {said}: {_or_listing(names)}?"
@@ -78,7 +99,9 @@ def _entity_item(
         question = f"Which {said}, {names[0]} or {names[1]}?"
         conclusion = f"{rival} {said}"
     by_name = {m.subject: m for m in subset}
-    cf_facts, contrast_facts = facts_of(domain, names, swapped), facts_of(domain, names, contrast)
+    counterfactual, contrast = nearer_first(
+        numeric_set(domain, names, one, values, conclusion), numeric_set(domain, names, two, values, conclusion)
+    )
     return Datapoint(
         scheme=scheme,
         domain=domain.name,
@@ -88,29 +111,29 @@ def _entity_item(
         counterfactual_answer=rival,
         counterfactual_aliases=by_name[rival].aliases,
         facts=facts_of(domain, names, values),
-        counterfactual_facts=cf_facts,
-        contrast_facts=contrast_facts,
-        explanation=because(cf_facts, conclusion),
-        contrast_explanation=because(contrast_facts, conclusion),
+        counterfactual=counterfactual,
+        contrast=contrast,
         sources=sources_of(subset),
+        cluster=group,
         details={"direction": direction, "candidates": names, "group": group},
     )
 
 
 def _sorting_item(domain: Domain, group: str, subset: Sequence[Measure], rng: random.Random) -> Datapoint | None:
-    """A sorting item: the subjects in order of their values; the counterfactual swaps two of them."""
+    """A sorting item: the subjects in order of their values; the counterfactual order swaps two of them."""
     direction = rng.choice((ASCENDING, DESCENDING))
     names = [m.subject for m in subset]
     rng.shuffle(names)
     values = {m.subject: m.value for m in subset}
-    first, second = rng.sample(names, 2)
-    swapped = {**values, first: values[second], second: values[first]}
-    contrast = nudged(swapped, domain, lambda v: same_order(v, swapped), rng)
-    if contrast is None:
+    derived = swap_and_change(domain, values, rng.sample(names, 2), rng)
+    if derived is None:
         return None
+    swapped, one, two = derived
     answer, cf_answer = order(values, direction), order(swapped, direction)
-    cf_facts, contrast_facts = facts_of(domain, names, swapped), facts_of(domain, names, contrast)
     conclusion = f"{direction} they are {', '.join(cf_answer)}"
+    counterfactual, contrast = nearer_first(
+        numeric_set(domain, names, one, values, conclusion), numeric_set(domain, names, two, values, conclusion)
+    )
     return Datapoint(
         scheme="sorting",
         domain=domain.name,
@@ -120,11 +143,10 @@ def _sorting_item(domain: Domain, group: str, subset: Sequence[Measure], rng: ra
         counterfactual_answer=", ".join(cf_answer),
         counterfactual_aliases=(listing(cf_answer),),
         facts=facts_of(domain, names, values),
-        counterfactual_facts=cf_facts,
-        contrast_facts=contrast_facts,
-        explanation=because(cf_facts, conclusion),
-        contrast_explanation=because(contrast_facts, conclusion),
+        counterfactual=counterfactual,
+        contrast=contrast,
         sources=sources_of(subset),
+        cluster=group,
         details={"direction": direction, "candidates": names, "group": group},
     )
 
