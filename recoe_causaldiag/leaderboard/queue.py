@@ -7,7 +7,7 @@ import hashlib
 import json
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -172,18 +172,9 @@ class InvalidScore:
 
     @property
     def cell(self) -> tuple[Any, ...]:
-        """The job, configuration, task, metric and variant the score belongs to (as `FinishedScore.cell`)."""
-        return (
-            self.job_id,
-            self.model,
-            self.revision,
-            self.precision,
-            self.editor,
-            self.explanations,
-            self.task,
-            self.metric,
-            self.variant,
-        )
+        """The job, configuration, task, metric and variant the score belongs to (as `FinishedScore.cell`): every
+        field but the reason, in order."""
+        return astuple(self)[:-1]
 
 
 @dataclass(frozen=True)

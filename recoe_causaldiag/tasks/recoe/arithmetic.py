@@ -7,7 +7,7 @@ counterfactual answer through different facts."""
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from .comparison import distinct_subsets, groups, round_robin
 from .datapoint import (
@@ -98,6 +98,47 @@ def _new_values(truth: Mapping[str, int], moves: Mapping[str, int], domain: Doma
     return new if ok else None
 
 
+def _sum(held: Mapping[str, int]) -> int:
+    return sum(held.values())
+
+
+def operation_item(
+    scheme: str,
+    domain: Domain,
+    group: str,
+    question: str,
+    operands: Sequence[Measure],
+    edited: tuple[Mapping[str, int], Mapping[str, int]],
+    conclusion: Callable[[Mapping[str, int]], str],
+    result: Callable[[Mapping[str, int]], int],
+) -> Datapoint:
+    """An aggregation or subtraction item over `operands`: the true answer is `result` of their true values, the
+    counterfactual answer `result` of either `edited` value set (they agree), and the nearer set to the real world
+    comes first (`nearer_first`)."""
+    names = [m.subject for m in operands]
+    values = {m.subject: m.value for m in operands}
+    counterfactual, contrast = nearer_first(
+        *(numeric_set(domain, names, held, values, conclusion(held)) for held in edited)
+    )
+    answer, answer_aliases = _numbers(result(values))
+    cf_answer, cf_aliases = _numbers(result(edited[0]))
+    return Datapoint(
+        scheme=scheme,
+        domain=domain.name,
+        question=question,
+        answer=answer,
+        answer_aliases=answer_aliases,
+        counterfactual_answer=cf_answer,
+        counterfactual_aliases=cf_aliases,
+        facts=facts_of(domain, names, values),
+        counterfactual=counterfactual,
+        contrast=contrast,
+        sources=sources_of(operands),
+        cluster=group,
+        details={"operands": names, "group": group},
+    )
+
+
 def aggregation_item(domain: Domain, group: str, subset: Sequence[Measure], rng: random.Random) -> Datapoint | None:
     """The total of two or three values. Both edited sets move one addend by the same amount, a different addend
     on each side, so they reach the same changed total through different values."""
@@ -115,26 +156,8 @@ def aggregation_item(domain: Domain, group: str, subset: Sequence[Measure], rng:
     def conclusion(held: Mapping[str, int]) -> str:
         return f"the total is {' + '.join(number(held[n]) for n in names)} = {number(sum(held.values()))}"
 
-    counterfactual, contrast = nearer_first(
-        *(numeric_set(domain, names, held, values, conclusion(held)) for held in (one, two))
-    )
-    answer, answer_aliases = _numbers(sum(values.values()))
-    cf_answer, cf_aliases = _numbers(sum(one.values()))
-    return Datapoint(
-        scheme="aggregation",
-        domain=domain.name,
-        question=(domain.total or "").format(items=listing(names)),
-        answer=answer,
-        answer_aliases=answer_aliases,
-        counterfactual_answer=cf_answer,
-        counterfactual_aliases=cf_aliases,
-        facts=facts_of(domain, names, values),
-        counterfactual=counterfactual,
-        contrast=contrast,
-        sources=sources_of(subset),
-        cluster=group,
-        details={"operands": names, "group": group},
-    )
+    question = (domain.total or "").format(items=listing(names))
+    return operation_item("aggregation", domain, group, question, subset, (one, two), conclusion, _sum)
 
 
 def subtraction_item(domain: Domain, group: str, pair: Sequence[Measure], rng: random.Random) -> Datapoint | None:
@@ -142,7 +165,6 @@ def subtraction_item(domain: Domain, group: str, pair: Sequence[Measure], rng: r
     one moves the larger value by it, the other moves the smaller value by it the other way (the first value
     stays the larger)."""
     high, low = sorted(pair, key=lambda m: -m.value)
-    names = [high.subject, low.subject]
     values = {high.subject: high.value, low.subject: low.value}
     for amount in amounts(low.value, (high.value, low.value), domain, rng):
         one = _new_values(values, {high.subject: amount}, domain)
@@ -158,26 +180,11 @@ def subtraction_item(domain: Domain, group: str, pair: Sequence[Measure], rng: r
             f"{number(held[high.subject] - held[low.subject])}"
         )
 
-    counterfactual, contrast = nearer_first(
-        *(numeric_set(domain, names, held, values, conclusion(held)) for held in (one, two))
-    )
-    answer, answer_aliases = _numbers(high.value - low.value)
-    cf_answer, cf_aliases = _numbers(one[high.subject] - one[low.subject])
-    return Datapoint(
-        scheme="subtraction",
-        domain=domain.name,
-        question=(domain.difference or "").format(x=high.subject, y=low.subject),
-        answer=answer,
-        answer_aliases=answer_aliases,
-        counterfactual_answer=cf_answer,
-        counterfactual_aliases=cf_aliases,
-        facts=facts_of(domain, names, values),
-        counterfactual=counterfactual,
-        contrast=contrast,
-        sources=sources_of(pair),
-        cluster=group,
-        details={"operands": names, "group": group},
-    )
+    def difference(held: Mapping[str, int]) -> int:
+        return held[high.subject] - held[low.subject]
+
+    question = (domain.difference or "").format(x=high.subject, y=low.subject)
+    return operation_item("subtraction", domain, group, question, (high, low), (one, two), conclusion, difference)
 
 
 def _group_items(
