@@ -1,7 +1,8 @@
 """Landlock (Linux ≥ 5.13, no privileges needed): confine the calling process and every process it starts to
-reading some folders and writing others. A confined process also cannot read the /proc entries (environ, mem)
-of processes outside its sandbox (the kernel's Landlock ptrace scoping), unless it holds CAP_SYS_PTRACE: a
-process running as root drops its capabilities first (`drop_capabilities`).
+reading some folders and writing others; from ABI 4 on, to no TCP bind or connect at all; from ABI 6 on, to
+signalling and reaching abstract unix sockets only within its own sandbox (scoping). A confined process also cannot
+read the /proc entries (environ, mem) of processes outside its sandbox (the kernel's Landlock ptrace scoping),
+unless it holds CAP_SYS_PTRACE: a process running as root drops its capabilities first (`drop_capabilities`).
 
 The kernel interface (`landlock_create_ruleset`, `landlock_add_rule`, `landlock_restrict_self`; see the
 kernel's Documentation/userspace-api/landlock.rst) is called through ctypes: no maintained Python binding is
@@ -28,10 +29,18 @@ EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
 READ_ONLY = EXECUTE | READ_FILE | READ_DIR
 FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
+BIND_TCP, CONNECT_TCP = 1 << 0, 1 << 1
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
+NETWORK_ABI, SCOPING_ABI = 4, 6
+FILESYSTEM, NETWORK, SCOPING = "filesystem", "tcp", "signals and abstract sockets"
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -81,6 +90,21 @@ def handled_rights(abi: int) -> int:
     return rights
 
 
+def layers(abi: int) -> tuple[str, ...]:
+    """What `confine` restricts on a kernel of this ABI version: the filesystem, TCP, signals and abstract
+    sockets."""
+    return (FILESYSTEM,) * (abi >= 1) + (NETWORK,) * (abi >= NETWORK_ABI) + (SCOPING,) * (abi >= SCOPING_ABI)
+
+
+def _ruleset_attr(abi: int, without: frozenset[str]) -> tuple[_RulesetAttr, int]:
+    """The ruleset of every right this ABI can restrict (leaving out the layers named in `without`), and the size
+    of the structure this ABI knows (an older kernel refuses the larger one)."""
+    net = BIND_TCP | CONNECT_TCP if abi >= NETWORK_ABI and NETWORK not in without else 0
+    scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= SCOPING_ABI and SCOPING not in without else 0
+    fields = 3 if abi >= SCOPING_ABI else 2 if abi >= NETWORK_ABI else 1
+    return _RulesetAttr(handled_rights(abi), net, scoped), fields * ctypes.sizeof(ctypes.c_uint64)
+
+
 def _allow(ruleset: int, path: Path, rights: int) -> None:
     try:
         fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -115,20 +139,23 @@ def drop_capabilities() -> None:
     _check(libc.capset(ctypes.byref(_CapHeader(_CAPABILITY_VERSION_3, 0)), empty), "capset")
 
 
-def confine(read_only: Iterable[Path | str], read_write: Iterable[Path | str]) -> None:
+def confine(
+    read_only: Iterable[Path | str], read_write: Iterable[Path | str], *, without: Iterable[str] = ()
+) -> tuple[str, ...]:
     """From now on, this process and its children may only read (and execute) under `read_only` and read and
-    write under `read_write` (folders or files; missing ones are skipped). Raises OSError where Landlock is
-    unavailable or a step fails, leaving the process unconfined."""
+    write under `read_write` (folders or files; missing ones are skipped), bind and connect no TCP socket, and
+    signal or reach the abstract unix sockets of no process outside this sandbox, as far as the kernel's ABI
+    allows; `without` leaves out layers by name (tests switch one off to show what it stops). Returns the layers
+    applied (`layers`). Raises OSError where Landlock is unavailable or a step fails, leaving the process
+    unconfined."""
     abi = abi_version()
     if abi < 1:
         raise OSError("Landlock is not available on this kernel")
     handled = handled_rights(abi)
-    attr = _RulesetAttr(handled)
+    attr, size = _ruleset_attr(abi, frozenset(without))
     libc = _libc()
     ruleset = _check(
-        libc.syscall(
-            ctypes.c_long(_CREATE_RULESET), ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0)
-        ),
+        libc.syscall(ctypes.c_long(_CREATE_RULESET), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)),
         "landlock_create_ruleset",
     )
     try:
@@ -142,3 +169,4 @@ def confine(read_only: Iterable[Path | str], read_write: Iterable[Path | str]) -
         )
     finally:
         os.close(ruleset)
+    return tuple(layer for layer in layers(abi) if layer not in set(without))

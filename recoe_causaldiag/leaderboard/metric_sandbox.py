@@ -18,10 +18,10 @@ becomes a score.
 from __future__ import annotations
 
 import json
+import math
 import os
 import pwd
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -39,6 +39,8 @@ from .integrity import InvalidData, check_name, check_scores
 from .settings import SECRET_ENV_VARS
 
 OUTPUT_TAIL_CHARS = 3000
+GRACE_S = 30.0
+"""How long past the metric's time limit the worker waits for the supervisor (which kills what is left)."""
 MAX_ANSWER_BYTES = 16 * 2**20
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
@@ -105,18 +107,25 @@ SYSTEM_READABLE = (
 )
 
 
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+"""The only device files a metric may open: no /dev/shm (where it could leave data behind or read another
+process's), no /dev/kvm."""
+
+
 @dataclass(frozen=True)
 class Confinement:
-    """What the metric's process may read and what it may also write (Landlock rules)."""
+    """What the metric's process may read and what it may also write (Landlock rules); `without` names Landlock
+    layers left out (`landlock.layers`), which only the tests that show what a layer stops do."""
 
     read_only: tuple[str, ...]
     read_write: tuple[str, ...]
+    without: tuple[str, ...] = ()
 
     @classmethod
     def for_run(cls, scratch: Path, model: str, protected: Sequence[Path]) -> Confinement:
         """The Python installation, this package, the model caches (and the model's folder when it is a local
-        path), system folders; writable: the scratch folder and /dev. Refuses a layout in which one of these
-        folders holds a `protected` path (the queue's database)."""
+        path), system folders; writable: the scratch folder and the `DEVICES`. Refuses a layout in which one of
+        these folders holds a `protected` path (the queue's database)."""
         import site
 
         roots = {
@@ -132,7 +141,7 @@ class Confinement:
         }
         if Path(model).expanduser().is_dir():
             roots.add(str(Path(model).expanduser()))
-        confinement = cls(tuple(sorted(roots)), (str(scratch), "/dev"))
+        confinement = cls(tuple(sorted(roots)), (str(scratch), *DEVICES))
         for path in protected:
             for root in confinement.read_only + confinement.read_write:
                 if Path(path).resolve().is_relative_to(Path(root).resolve()):
@@ -153,40 +162,57 @@ def _stage(source: str, scratch: Path) -> str:
     return str(copy)
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What one run of a submitted metric may use: wall-clock seconds (held by the supervisor), and the
+    `resource.setrlimit` caps the metric's process and its children get: address space, size of any file written,
+    CPU seconds."""
+
+    time_limit_s: float
+    memory_bytes: int = 8 * 2**30
+    file_bytes: int = 256 * 2**20
+
+    @property
+    def cpu_s(self) -> int:
+        return math.ceil(self.time_limit_s * (os.cpu_count() or 1)) + 10
+
+
 def _run_child(
-    command: list[str], scratch: Path, env: dict[str, str], time_limit_s: float, user: str | None
+    command: list[str], scratch: Path, env: dict[str, str], time_limit_s: float, user: str | None, *, network_ns: bool
 ) -> subprocess.CompletedProcess:
-    identity = {}
+    """Run `command` under the supervisor (`supervisor.py`): at most `time_limit_s`, nothing left running after it,
+    output to files in a folder of the worker's that the metric cannot open; in its own network namespace where
+    the supervisor may make one and `network_ns`."""
+    uid = gid = -1
     if user:
         account = pwd.getpwnam(user)
         for path in (scratch, *scratch.rglob("*")):
             os.chown(path, account.pw_uid, account.pw_gid)
-        identity = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
-    child = subprocess.Popen(
-        command,
-        cwd=scratch,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        **identity,
-    )
-    try:
-        stdout, stderr = child.communicate(timeout=time_limit_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(child.pid)
-        child.communicate()
-        raise MetricRunError(f"the submitted metric exceeded its time limit of {time_limit_s:g} s") from None
-    _kill_group(child.pid)  # nothing the metric started outlives it
-    return subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
+        uid, gid = account.pw_uid, account.pw_gid
+    with tempfile.TemporaryDirectory(prefix="causaldiag-supervisor-") as private:
+        status, out, err = (Path(private) / name for name in ("status.json", "stdout", "stderr"))
+        supervisor = [sys.executable, "-m", f"{__package__}.supervisor", str(status), f"{time_limit_s:g}"]
+        supervisor += [str(uid), str(gid), "1" if network_ns else "0", "--", *command]
+        try:
+            with out.open("wb") as stdout, err.open("wb") as stderr:
+                done = subprocess.run(
+                    supervisor, cwd=scratch, env=env, stdout=stdout, stderr=stderr, timeout=time_limit_s + GRACE_S
+                )
+        except subprocess.TimeoutExpired:
+            raise MetricRunError("the sandbox's supervisor did not end in time") from None
+        if done.returncode != 0 or not status.is_file():
+            raise MetricRunError("the sandbox's supervisor failed")
+        state = json.loads(status.read_text(encoding="utf-8"))
+        if state["timed_out"]:
+            raise MetricRunError(f"the submitted metric exceeded its time limit of {time_limit_s:g} s")
+        return subprocess.CompletedProcess(command, state["returncode"], _tail(out), _tail(err))
 
 
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+def _tail(path: Path) -> str:
+    """The last OUTPUT_TAIL_CHARS characters of a file of the metric's output."""
+    with path.open("rb") as file:
+        file.seek(max(path.stat().st_size - 4 * OUTPUT_TAIL_CHARS, 0))
+        return file.read().decode("utf-8", errors="replace")[-OUTPUT_TAIL_CHARS:]
 
 
 def score_submitted_metric(
@@ -198,9 +224,11 @@ def score_submitted_metric(
     secrets: Sequence[str],
     user: str | None = None,
     protected: Sequence[Path] = (),
+    network_ns: bool = True,
 ) -> SubmittedScores:
     """Score both explanations of every pair with the submitted `evaluate` module in an isolated child process
-    (as `user` when given: needs root) that can read none of the `protected` paths."""
+    (as `user` when given: needs root) that can read none of the `protected` paths, within `Limits` and, where the
+    supervisor may make one (as root) and `network_ns`, a network namespace of its own."""
     confined = landlock.abi_version() > 0
     if not confined and not user:
         raise MetricRunError(
@@ -227,6 +255,7 @@ def score_submitted_metric(
                     "model": model,
                     "instances": instances,
                     "confinement": asdict(confinement) if confinement else None,
+                    "limits": asdict(Limits(time_limit_s)) | {"cpu_s": Limits(time_limit_s).cpu_s},
                 }
             ),
             encoding="utf-8",
@@ -237,6 +266,7 @@ def score_submitted_metric(
             sandbox_environment(secrets, scratch),
             time_limit_s,
             user,
+            network_ns=network_ns,
         )
         if done.returncode != 0:
             raise MetricRunError(
@@ -297,12 +327,26 @@ def confine_self(confinement: Mapping[str, Sequence[str]]) -> None:
     """Apply the parent's Landlock rules to this process, after dropping root's capabilities."""
     if os.geteuid() == 0:
         landlock.drop_capabilities()
-    landlock.confine(confinement["read_only"], confinement["read_write"])
+    landlock.confine(confinement["read_only"], confinement["read_write"], without=confinement.get("without", ()))
+
+
+def limit_self(limits: Mapping[str, float]) -> None:
+    """Cap this process and its children (`Limits`): address space, file size, CPU seconds, no core dumps."""
+    import resource
+
+    for which, value in (
+        (resource.RLIMIT_AS, limits["memory_bytes"]),
+        (resource.RLIMIT_FSIZE, limits["file_bytes"]),
+        (resource.RLIMIT_CPU, limits["cpu_s"]),
+        (resource.RLIMIT_CORE, 0),
+    ):
+        resource.setrlimit(which, (int(value), int(value)))
 
 
 def main(argv: Sequence[str]) -> int:
     request_path, answer_path = argv
     request = json.loads(Path(request_path).read_text(encoding="utf-8"))
+    limit_self(request["limits"])
     if request["confinement"] is not None:
         confine_self(request["confinement"])
     result = _compute(request)

@@ -1,0 +1,118 @@
+"""The process between the worker and a submitted metric: it holds the metric to its time limit and leaves no
+process of it behind, whatever the metric starts.
+
+It makes itself a child subreaper (`PR_SET_CHILD_SUBREAPER`), so every process the metric starts and orphans,
+`setsid()` or double fork included, becomes its child rather than init's; when the metric exits or its time is up,
+it kills its children until none is left. Where it may (as root), it first moves into a new network namespace,
+which holds only a loopback that is down: the metric can reach no address by any protocol (TCP, UDP, unix sockets
+in the abstract namespace), the worker's own ports included. The metric's output goes to the files the worker gave
+this process, never to pipes the worker waits on, so nothing the metric leaves can hold the worker.
+
+Run as ``python -m recoe_causaldiag.leaderboard.supervisor STATUS.json LIMIT_S UID GID NETNS -- COMMAND...``
+(UID and GID -1 to keep the worker's; NETNS 1 to ask for a network namespace); STATUS receives
+``{"returncode", "timed_out", "network_namespace", "killed"}``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+_PR_SET_CHILD_SUBREAPER = 36
+_CLONE_NEWNET = 0x40000000
+KILL_ROUNDS_S = 10.0
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def become_subreaper() -> None:
+    if _libc().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+
+
+def enter_network_namespace() -> bool:
+    """Move this process (and what it starts) into a new, empty network namespace; False where it may not."""
+    return _libc().unshare(_CLONE_NEWNET) == 0
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid`, from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def kill_descendants() -> int:
+    """Kill every process below this one, round after round (a killed process's children are orphaned to this
+    subreaper and killed in the next round), until none is left or KILL_ROUNDS_S have passed; how many were
+    killed."""
+    me, killed, deadline = os.getpid(), 0, time.monotonic() + KILL_ROUNDS_S
+    while time.monotonic() < deadline:
+        _reap()
+        alive = children(me)
+        if not alive:
+            break
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+        time.sleep(0.01)
+    return killed
+
+
+def supervise(command: Sequence[str], limit_s: float, uid: int, gid: int, network_namespace: bool) -> dict:
+    """Run `command` (as `uid`/`gid` when not -1) for at most `limit_s` seconds, then kill everything it left."""
+    become_subreaper()
+    isolated = network_namespace and enter_network_namespace()
+    identity = {"user": uid, "group": gid, "extra_groups": []} if uid >= 0 else {}
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True, **identity)
+    try:
+        returncode, timed_out = child.wait(timeout=limit_s), False
+    except subprocess.TimeoutExpired:
+        returncode, timed_out = None, True
+    killed = kill_descendants()
+    if timed_out:
+        child.wait()
+    return {"returncode": returncode, "timed_out": timed_out, "network_namespace": isolated, "killed": killed}
+
+
+def main(argv: Sequence[str]) -> int:
+    status_path, limit_s, uid, gid, netns, separator, *command = argv
+    if separator != "--" or not command:
+        raise SystemExit("usage: supervisor STATUS LIMIT_S UID GID NETNS -- COMMAND...")
+    status = supervise(command, float(limit_s), int(uid), int(gid), netns == "1")
+    Path(status_path).write_text(json.dumps(status), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

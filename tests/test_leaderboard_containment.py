@@ -1,0 +1,199 @@
+"""Containment of submitted metrics (issue 14), each layer tested by a hostile module that escapes with the layer
+switched off: the supervisor kills a `setsid` grandchild and the worker never waits for it; Landlock's scoping
+keeps the metric from signalling processes outside its sandbox; Landlock's network rules refuse TCP; the network
+namespace refuses everything else (UDP); the narrowed /dev keeps it out of /dev/shm; the resource limits cap its
+memory."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import socket
+import textwrap
+import time
+
+import pytest
+
+from recoe_causaldiag.leaderboard import landlock
+from recoe_causaldiag.leaderboard.metric_sandbox import Confinement, MetricRunError, score_submitted_metric
+from recoe_causaldiag.leaderboard.supervisor import enter_network_namespace
+
+HOSTILE = textwrap.dedent("""
+    import os
+    import signal
+    import socket
+    import subprocess
+
+    import datasets
+    import evaluate
+
+    def attempt(action):
+        try:
+            action()
+            return "escaped"
+        except OSError:
+            return "stopped"
+
+    def grandchild():
+        process = subprocess.Popen(["sleep", "600"], start_new_session=True, stdin=subprocess.DEVNULL)
+        return f"pid {process.pid}"
+
+    def signal_outside():
+        os.kill(int(os.environ["HOSTILE_TARGET"]), signal.SIGUSR1)
+
+    def tcp():
+        socket.create_connection(("127.0.0.1", int(os.environ["HOSTILE_PORT"])), timeout=2).close()
+
+    def udp():
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.sendto(b"x", ("127.0.0.1", int(os.environ["HOSTILE_PORT"])))
+
+    def shm():
+        with open("/dev/shm/causaldiag-hostile", "w") as f:
+            f.write("left behind")
+
+    def memory():
+        try:
+            bytearray(16 * 2**30)
+        except MemoryError:
+            raise OSError("refused")
+
+    ACTIONS = {"signal": signal_outside, "tcp": tcp, "udp": udp, "shm": shm, "memory": memory}
+
+    class Hostile(evaluate.Metric):
+        def _info(self):
+            return evaluate.MetricInfo(description="hostile", citation="", inputs_description="",
+                features=datasets.Features({"question": datasets.Value("string"),
+                    "choices": datasets.List(datasets.Value("string")),
+                    "edits": datasets.List(datasets.Value("string")), "explanations": datasets.Value("string")}))
+
+        def _compute(self, question, choices, edits, explanations, model=None):
+            what = os.environ["HOSTILE"]
+            variant = grandchild() if what == "grandchild" else attempt(ACTIONS[what])
+            return {"variant": variant, "scores": [1.0] * len(explanations)}
+""")
+
+needs_scoping = pytest.mark.skipif(
+    landlock.abi_version() < landlock.SCOPING_ABI, reason="needs Landlock ABI 6 (signal scoping)"
+)
+needs_network_rules = pytest.mark.skipif(
+    landlock.abi_version() < landlock.NETWORK_ABI, reason="needs Landlock ABI 4 (TCP rules)"
+)
+
+
+def can_make_network_namespace() -> bool:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if enter_network_namespace() else 1)
+    return os.waitpid(pid, 0)[1] == 0
+
+
+@pytest.fixture
+def hostile(tmp_path, monkeypatch, factcheck_pairs):
+    """Run the hostile module doing `what` with the Landlock `layers_off` left out; its variant says what came of
+    it."""
+    module = tmp_path / "hostile"
+    module.mkdir()
+    (module / "hostile.py").write_text(HOSTILE)
+    for_run = Confinement.for_run
+
+    def run(
+        what: str,
+        layers_off: tuple[str, ...] = (),
+        *,
+        network_ns: bool = True,
+        writable: tuple[str, ...] = (),
+        time_limit_s: float = 120,
+    ) -> str:
+        monkeypatch.setenv("HOSTILE", what)
+
+        def confinement(cls, *args):
+            default = for_run(*args)
+            return dataclasses.replace(default, read_write=default.read_write + writable, without=layers_off)
+
+        monkeypatch.setattr(Confinement, "for_run", classmethod(confinement))
+        scored = score_submitted_metric(
+            str(module),
+            "smollm2-135m-instruct",
+            factcheck_pairs[:1],
+            time_limit_s=time_limit_s,
+            secrets=(),
+            network_ns=network_ns,
+        )
+        return scored.variant
+
+    return run
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not open(f"/proc/{pid}/stat").read().split(") ")[1].startswith("Z")
+
+
+def test_a_setsid_grandchild_is_killed_and_never_holds_the_worker(hostile):
+    started = time.monotonic()
+    variant = hostile("grandchild")
+    pid = int(variant.split()[1])
+    assert time.monotonic() - started < 60, "the worker waited for the grandchild"
+    deadline = time.monotonic() + 5
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(pid), "a setsid grandchild outlived its metric"
+
+
+@needs_scoping
+def test_a_metric_cannot_signal_a_process_outside_its_sandbox(hostile, monkeypatch):
+    received = []
+    previous = signal.signal(signal.SIGUSR1, lambda *_: received.append(1))
+    try:
+        monkeypatch.setenv("HOSTILE_TARGET", str(os.getpid()))
+        assert hostile("signal") == "stopped" and not received
+        assert hostile("signal", (landlock.SCOPING,)) == "escaped", "control: without scoping the signal arrives"
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+
+
+@pytest.fixture
+def listener(monkeypatch):
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        monkeypatch.setenv("HOSTILE_PORT", str(server.getsockname()[1]))
+        yield server
+
+
+@needs_network_rules
+def test_landlock_refuses_tcp(hostile, listener):
+    assert hostile("tcp", network_ns=False) == "stopped"
+    assert hostile("tcp", (landlock.NETWORK,), network_ns=False) == "escaped", "control: the port is reachable"
+
+
+@pytest.mark.skipif(not can_make_network_namespace(), reason="needs a network namespace (root)")
+def test_the_network_namespace_refuses_what_landlock_does_not_cover(hostile, listener):
+    assert hostile("udp", (landlock.NETWORK,)) == "stopped"
+    assert hostile("tcp", (landlock.NETWORK,)) == "stopped"
+    assert hostile("udp", (landlock.NETWORK,), network_ns=False) == "escaped", "control: UDP leaves without it"
+
+
+@pytest.mark.skipif(landlock.abi_version() < 1, reason="needs a kernel with Landlock")
+def test_a_metric_leaves_nothing_in_dev_shm(hostile):
+    left = "/dev/shm/causaldiag-hostile"
+    assert hostile("shm") == "stopped" and not os.path.exists(left)
+    try:
+        assert hostile("shm", writable=("/dev/shm",)) == "escaped", "control: with /dev/shm writable it is written"
+    finally:
+        if os.path.exists(left):
+            os.remove(left)
+
+
+def test_the_memory_limit_refuses_a_huge_allocation(hostile):
+    assert hostile("memory") == "stopped"
+
+
+def test_the_time_limit_still_holds(hostile):
+    with pytest.raises(MetricRunError, match="time limit of 0.5 s"):
+        hostile("grandchild", time_limit_s=0.5)
