@@ -74,6 +74,9 @@ HOSTILE = textwrap.dedent("""
             return {"variant": variant, "scores": [1.0] * len(explanations)}
 """)
 
+pytestmark = pytest.mark.skipif(
+    landlock.abi_version() < 1, reason="submitted metrics run only confined: needs a kernel with Landlock"
+)
 needs_scoping = pytest.mark.skipif(
     landlock.abi_version() < landlock.SCOPING_ABI, reason="needs Landlock ABI 6 (signal scoping)"
 )
@@ -179,7 +182,6 @@ def test_the_network_namespace_refuses_what_landlock_does_not_cover(hostile, lis
     assert hostile("udp", (landlock.NETWORK,), network_ns=False) == "escaped", "control: UDP leaves without it"
 
 
-@pytest.mark.skipif(landlock.abi_version() < 1, reason="needs a kernel with Landlock")
 def test_a_metric_leaves_nothing_in_dev_shm(hostile):
     left = "/dev/shm/causaldiag-hostile"
     assert hostile("shm") == "stopped" and not os.path.exists(left)
@@ -192,6 +194,24 @@ def test_a_metric_leaves_nothing_in_dev_shm(hostile):
 
 def test_the_memory_limit_refuses_a_huge_allocation(hostile):
     assert hostile("memory") == "stopped"
+
+
+def test_a_hub_module_is_fetched_by_the_worker_so_the_metric_needs_no_network(tmp_path, monkeypatch, factcheck_pairs):
+    import huggingface_hub
+
+    fetched = []
+
+    def snapshot_download(repo_id, *, repo_type, local_dir, allow_patterns):
+        fetched.append((repo_id, repo_type))
+        local_dir.mkdir(parents=True)
+        (local_dir / "hostile.py").write_text(HOSTILE)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    monkeypatch.setenv("HOSTILE", "shm")
+    scored = score_submitted_metric(
+        "someone/hostile", "smollm2-135m-instruct", factcheck_pairs[:1], time_limit_s=120, secrets=()
+    )
+    assert fetched == [("someone/hostile", "space")] and scored.variant == "stopped"
 
 
 def test_the_time_limit_still_holds(hostile):

@@ -16,7 +16,7 @@ from recoe_causaldiag.leaderboard.export import write_export
 from recoe_causaldiag.leaderboard.queue import FinishedScore, JobQueue
 from recoe_causaldiag.leaderboard.render import board_table, inert, submission_message
 from recoe_causaldiag.leaderboard.seed import seed_if_empty
-from recoe_causaldiag.leaderboard.service import Leaderboard
+from recoe_causaldiag.leaderboard.service import MAX_UPLOAD_BYTES, Leaderboard
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 from recoe_causaldiag.leaderboard.validation import Rejected, model_request
 from recoe_causaldiag.paths import cache_root
@@ -132,6 +132,36 @@ def test_metric_submission_waits_for_the_admin_token(settings, tmp_path):
     assert "runs offline" in board.submit_metric(
         "my_metric", "org/metric", [], "smollm2-135m-instruct", ["factcheck"], "bob"
     )
+
+
+def uploads():
+    root = cache_root() / "leaderboard" / "metrics"
+    return sorted(str(p) for p in root.rglob("*")) if root.exists() else []
+
+
+def test_a_metric_submission_is_checked_whole_before_anything_is_written(settings, tmp_path):
+    folder = tmp_path / "upload"
+    folder.mkdir()
+    module = folder / "good_metric.py"
+    module.write_text("# an evaluate module\n")
+    board = Leaderboard(LeaderboardSettings(**{**settings.__dict__, "rate_limit_per_hour": 1}))
+    before = uploads()
+    for server_path in ("/etc", "/usr/lib/python3", "/nonexistent/x", "../../etc/passwd", "~/x"):
+        answer = board.submit_metric("good_metric", server_path, [], "smollm2-135m-instruct", ["factcheck"], "eve")
+        assert "not a path" in answer and server_path not in answer.replace("\\", "")
+    big = folder / "big.txt"
+    big.write_bytes(b"x" * (MAX_UPLOAD_BYTES + 1))
+    assert "is over" in board.submit_metric("good_metric", "", [module, big], "smollm2-135m-instruct", [], "eve")
+    assert "has no other_metric.py" in board.submit_metric(
+        "other_metric", "", [module], "smollm2-135m-instruct", ["factcheck"], "eve"
+    ).replace("\\", "")
+    assert uploads() == before, "a rejected upload writes nothing"
+    accepted = board.submit_metric("good_metric", "", [module], "smollm2-135m-instruct", ["factcheck"], "eve")
+    assert "AWAITING_APPROVAL" in accepted and len(uploads()) > len(before)
+    written = uploads()
+    module.write_text("# another module\n")
+    limited = board.submit_metric("good_metric", "", [module], "smollm2-135m-instruct", ["factcheck"], "eve")
+    assert "Rejected" in limited and uploads() == written, "over the rate limit, the upload is not written"
 
 
 def test_markdown_and_html_in_names_are_rendered_inert():

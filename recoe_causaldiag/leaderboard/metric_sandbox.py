@@ -153,12 +153,20 @@ class Confinement:
 
 
 def _stage(source: str, scratch: Path) -> str:
-    """The module the child loads: a copy of an uploaded folder inside the scratch folder, or a Hub id as is."""
+    """The module the child loads, as a folder inside the scratch folder: a copy of an uploaded folder, or the
+    files of a Hub module fetched here by the worker (the child has no network)."""
     folder = Path(source)
-    if not folder.is_absolute():
-        return source
-    copy = scratch / "module" / folder.name
-    shutil.copytree(folder, copy)
+    if folder.is_absolute():
+        copy = scratch / "module" / folder.name
+        shutil.copytree(folder, copy)
+        return str(copy)
+    from huggingface_hub import snapshot_download
+
+    copy = scratch / "module" / source.split("/")[-1]
+    try:
+        snapshot_download(source, repo_type="space", local_dir=copy, allow_patterns=["*.py", "*.txt", "*.json"])
+    except Exception:
+        raise MetricRunError(f"the Hub module {source} could not be fetched") from None
     return str(copy)
 
 

@@ -4,35 +4,69 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..paths import cache_root
+from ..paths import staged_folder
 from .board import Board, BoardCache
 from .queue import METRIC_JOB, JobQueue, RateLimited, Submission
 from .render import rejection_message, submission_message
 from .seed import seed_if_empty
 from .settings import LeaderboardSettings
-from .validation import Rejected, check_metric_name, check_submitter, metric_request, model_request
+from .validation import (
+    Rejected,
+    check_metric_hub_id,
+    check_metric_name,
+    check_submitter,
+    metric_request,
+    model_request,
+    upload_root,
+)
 from .worker import Worker, start_worker_thread
 
+MAX_UPLOAD_BYTES = 2**20
+"""The most an uploaded metric module may hold, all files together."""
 
-def stage_metric_upload(name: str, files: Sequence[Path]) -> Path:
-    """Copy an uploaded `evaluate` module into its own folder under the cache, named by its content hash."""
-    name = check_metric_name(name)
-    files = [Path(f) for f in files]
-    if not files:
-        raise Rejected("no files were uploaded")
-    digest = hashlib.sha256()
-    for path in sorted(files, key=lambda p: p.name):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    folder = cache_root().resolve() / "leaderboard" / "metrics" / digest.hexdigest()[:16] / name
-    folder.mkdir(parents=True, exist_ok=True)
-    for path in files:
-        shutil.copyfile(path, folder / path.name)
-    return folder
+
+@dataclass(frozen=True)
+class MetricUpload:
+    """An uploaded `evaluate` module, checked and read but not yet written: its name, its files' names and bytes,
+    and the folder under the cache it will be written to (named by its content hash)."""
+
+    name: str
+    files: tuple[tuple[str, bytes], ...]
+
+    @classmethod
+    def read(cls, name: str, paths: Sequence[Path]) -> MetricUpload:
+        """The upload of `paths` as the module `name`, or Rejected: no files, over MAX_UPLOAD_BYTES together, a
+        file name that is not a plain name, or no `<name>.py` among them."""
+        name = check_metric_name(name)
+        paths = [Path(p) for p in paths]
+        if not paths:
+            raise Rejected("no files were uploaded")
+        if sum(p.stat().st_size for p in paths) > MAX_UPLOAD_BYTES:
+            raise Rejected(f"the uploaded module is over {MAX_UPLOAD_BYTES // 1024} KiB")
+        names = [p.name for p in paths]
+        if any(not n or n.startswith(".") or len(n) > 100 for n in names) or len(set(names)) != len(names):
+            raise Rejected("the uploaded files need distinct plain names (not hidden, at most 100 characters)")
+        if f"{name}.py" not in names:
+            raise Rejected(f"the uploaded module has no {name}.py (an evaluate module folder holds <name>/<name>.py)")
+        return cls(name, tuple(sorted((p.name, p.read_bytes()) for p in paths)))
+
+    @property
+    def folder(self) -> Path:
+        digest = hashlib.sha256()
+        for file_name, content in self.files:
+            digest.update(file_name.encode() + b"\0" + content)
+        return upload_root() / digest.hexdigest()[:16] / self.name
+
+    def write(self) -> Path:
+        """Write the module to `folder` (once a job for it was accepted)."""
+        with staged_folder(self.folder) as staging:
+            for file_name, content in self.files:
+                (staging / file_name).write_bytes(content)
+        return self.folder
 
 
 @dataclass
@@ -85,12 +119,17 @@ class Leaderboard:
     def submit_metric(
         self, name: str, hub_id: str, files: Sequence[Path], model: str, tasks: Sequence[str], submitter: str
     ) -> str:
+        """Queue a submitted metric, from a Hub id (never a server path) or an uploaded module folder. Everything is
+        checked, the rate limit included, before an upload is written to disk; a rejected upload leaves nothing."""
         try:
-            name = name.strip()
-            if bool(hub_id.strip()) == bool(files):
+            name, hub_id = name.strip(), hub_id.strip()
+            if bool(hub_id) == bool(files):
                 raise Rejected("give either a Hub id or an uploaded module folder, not both and not neither")
-            source = hub_id.strip() or str(stage_metric_upload(name, files))
+            upload = MetricUpload.read(name, files) if files else None
+            source = str(upload.folder) if upload else check_metric_hub_id(hub_id)
             submission = self._enqueue(lambda: metric_request(name, source, model, tasks, self.settings), submitter)
+            if upload and not upload.folder.is_dir():
+                upload.write()
         except Rejected as err:
             return rejection_message(str(err))
         note = " It runs after an admin approves it." if submission.job.status == "AWAITING_APPROVAL" else ""

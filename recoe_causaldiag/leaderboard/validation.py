@@ -12,6 +12,7 @@ from ..api.registry import UnknownNameError
 from ..api.run_spec import EDITORS, EXPLANATION_SOURCES, PRECISIONS
 from ..metrics import METRICS
 from ..models import PACKAGED_MODELS
+from ..paths import cache_root
 from ..tasks import TASKS
 from .queue import METRIC_JOB, MODEL_JOB, JobRequest
 from .settings import LeaderboardSettings
@@ -184,25 +185,39 @@ def check_metric_name(name: str) -> str:
     return name
 
 
+def upload_root() -> Path:
+    """The folder uploaded metric modules are written to (`service.MetricUpload`)."""
+    return cache_root().resolve() / "leaderboard" / "metrics"
+
+
+def is_upload_folder(source: str) -> bool:
+    """Whether `source` names a folder under `upload_root` (written as is: no '..', no alias)."""
+    path = Path(source)
+    return path.is_absolute() and path.resolve() == path and path.is_relative_to(upload_root())
+
+
+def check_metric_hub_id(source: str) -> str:
+    """A submitted metric's Hub id (org/name), never a path; Rejected offline, where it cannot be fetched. The
+    message never says whether a file of that name exists on the server."""
+    if not _is_hub_id(source):
+        raise Rejected("the metric's Hub id must be org/name (letters, digits, '-', '_', '.'), not a path")
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        raise Rejected(
+            f"Hub metric {source!r} cannot be fetched: this deployment runs offline; upload the module folder instead"
+        )
+    return source
+
+
 def metric_request(
     name: str, source: str, model: str, tasks: Sequence[str], settings: LeaderboardSettings
 ) -> JobRequest:
-    """A checked request to run a submitted `evaluate` metric (a staged folder or a Hub id) on a model."""
+    """A checked request to run a submitted `evaluate` metric on a model: `source` is a Hub id or the folder an
+    upload is written to under the cache (`service.MetricUpload`), never another path."""
     check_metric_name(name)
-    folder = Path(source)
-    if folder.is_absolute():
-        if not (folder / f"{name}.py").is_file():
-            raise Rejected(f"the uploaded module has no {name}.py (an evaluate module folder holds <name>/<name>.py)")
-    elif not _is_hub_id(source):
-        raise Rejected(f"metric source {source!r} is neither a Hub id (org/name) nor an uploaded module folder")
-    else:
-        from huggingface_hub import constants
-
-        if constants.HF_HUB_OFFLINE:
-            raise Rejected(
-                f"Hub metric {source!r} cannot be fetched: this deployment runs offline; upload the "
-                "module folder instead"
-            )
+    if not is_upload_folder(source):
+        check_metric_hub_id(source)
     task_names = check_names("task", tasks, TASKS.names())
     revision = resolve_model(model, "", settings)
     return JobRequest(METRIC_JOB, model, revision, "auto", "ice", "synthetic", task_names, (name,), source)
