@@ -220,8 +220,8 @@ def plot(doc: Mapping[str, Any], path: Path) -> None:
     fig = ci_bar_chart(
         [(label, value, low, high) for label, _, value, low, high in bars],
         [palette[group] for _, group, *_ in bars],
-        f"diagnosticity D_sym (D where not swapped) / edit reliability (95% CI); dashed: chance; "
-        f"{ABOVE} / {BELOW}: above / below 0.5 (Holm)",
+        f"diagnosticity D_sym (D where not swapped) / edit reliability (95% CI)\n"
+        f"dashed: chance; {ABOVE} / {BELOW}: above / below 0.5 (Holm)",
         bar_height=0.28,
         title=title + ("\n(tiny model: pipeline demonstration, not evidence about metrics)" if caveat(model) else ""),
     )
