@@ -75,6 +75,7 @@ def test_bad_counterfact_file_is_one_line_error(tmp_path):
     assert done.returncode == 1 and "cannot read COUNTERFACT JSON" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow  # the real model end to end: minutes on 2 cores, run by `make test-slow`
 def test_run_on_the_default_model_end_to_end(tmp_path):
     out = tmp_path / "r.json"
     done = causaldiag(
@@ -168,6 +169,7 @@ def test_publish_without_dry_run_offline_is_one_line_error(tmp_path):
     assert env_free.stderr.startswith("causaldiag: error:") and "Traceback" not in env_free.stderr
 
 
+@pytest.mark.slow  # the real model end to end: minutes on 2 cores, run by `make test-slow`
 def test_reliability_command_writes_per_task_reliability(tmp_path):
     out = tmp_path / "rel.json"
     done = causaldiag(

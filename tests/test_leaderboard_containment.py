@@ -74,9 +74,12 @@ HOSTILE = textwrap.dedent("""
             return {"variant": variant, "scores": [1.0] * len(explanations)}
 """)
 
-pytestmark = pytest.mark.skipif(
-    landlock.abi_version() < 1, reason="submitted metrics run only confined: needs a kernel with Landlock"
-)
+pytestmark = [
+    pytest.mark.slow,  # the hostile-module campaign: a sandboxed process per case, run by `make test-slow`
+    pytest.mark.skipif(
+        landlock.abi_version() < 1, reason="submitted metrics run only confined: needs a kernel with Landlock"
+    ),
+]
 needs_scoping = pytest.mark.skipif(
     landlock.abi_version() < landlock.SCOPING_ABI, reason="needs Landlock ABI 6 (signal scoping)"
 )
