@@ -184,6 +184,10 @@ class Limits:
     def cpu_s(self) -> int:
         return math.ceil(self.time_limit_s * (os.cpu_count() or 1)) + 10
 
+    def to_json(self) -> dict[str, float]:
+        """The caps as the child applies them (`limit_self`)."""
+        return {"memory_bytes": self.memory_bytes, "file_bytes": self.file_bytes, "cpu_s": self.cpu_s}
+
 
 def _run_child(
     command: list[str], scratch: Path, env: dict[str, str], time_limit_s: float, user: str | None, *, network_ns: bool
@@ -252,6 +256,7 @@ def score_submitted_metric(
         for p in pairs
         for e in (p.explanation_faithful, p.explanation_unfaithful)
     ]
+    limits = Limits(time_limit_s)
     with tempfile.TemporaryDirectory(prefix="causaldiag-metric-") as folder:
         scratch = Path(folder)
         request, answer = scratch / "in.json", scratch / "out.json"
@@ -263,7 +268,7 @@ def score_submitted_metric(
                     "model": model,
                     "instances": instances,
                     "confinement": asdict(confinement) if confinement else None,
-                    "limits": asdict(Limits(time_limit_s)) | {"cpu_s": Limits(time_limit_s).cpu_s},
+                    "limits": limits.to_json(),
                 }
             ),
             encoding="utf-8",
