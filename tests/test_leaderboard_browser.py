@@ -207,7 +207,7 @@ def test_board_submit_form_queue_and_board_in_chromium(space, browser, artifacts
 
         rows = wait_for(board_row, 60, f"{MODEL} on the Leaderboard tab", poll_s=2)
         assert len(rows) == 1 and rows[0]["metric"].split(" · ")[0] == "oracle", rows
-        assert rows[0]["precision"] == "auto" and rows[0]["factcheck"].endswith(f"n={PAIR_CAP}"), rows
+        assert rows[0]["precision"] == "auto" and rows[0]["factcheck"].endswith(f"({PAIR_CAP}/{PAIR_CAP})"), rows
         wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#board-plot img, #board-plot svg")))
 
         # The search box filters the board: a metric that was not run hides the row.
