@@ -10,23 +10,27 @@ import dataclasses
 import os
 import signal
 import socket
-import textwrap
 import time
 
 import pytest
+from submitted_modules import submitted_module
 
 from recoe_causaldiag.leaderboard import landlock
 from recoe_causaldiag.leaderboard.metric_sandbox import Confinement, MetricRunError, score_submitted_metric
 from recoe_causaldiag.leaderboard.supervisor import enter_network_namespace
 
-HOSTILE = textwrap.dedent("""
+HOSTILE = submitted_module(
+    "Hostile",
+    """
+            what = os.environ["HOSTILE"]
+            variant = grandchild() if what == "grandchild" else attempt(ACTIONS[what])
+            return {"variant": variant, "scores": [1.0] * len(explanations)}
+""",
+    """
     import os
     import signal
     import socket
     import subprocess
-
-    import datasets
-    import evaluate
 
     def attempt(action):
         try:
@@ -60,19 +64,8 @@ HOSTILE = textwrap.dedent("""
             raise OSError("refused")
 
     ACTIONS = {"signal": signal_outside, "tcp": tcp, "udp": udp, "shm": shm, "memory": memory}
-
-    class Hostile(evaluate.Metric):
-        def _info(self):
-            return evaluate.MetricInfo(description="hostile", citation="", inputs_description="",
-                features=datasets.Features({"question": datasets.Value("string"),
-                    "choices": datasets.List(datasets.Value("string")),
-                    "edits": datasets.List(datasets.Value("string")), "explanations": datasets.Value("string")}))
-
-        def _compute(self, question, choices, edits, explanations, model=None):
-            what = os.environ["HOSTILE"]
-            variant = grandchild() if what == "grandchild" else attempt(ACTIONS[what])
-            return {"variant": variant, "scores": [1.0] * len(explanations)}
-""")
+""",
+)
 
 pytestmark = [
     pytest.mark.slow,  # the hostile-module campaign: a sandboxed process per case, run by `make test-slow`

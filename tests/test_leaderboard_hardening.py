@@ -11,12 +11,12 @@ import json
 import math
 import re
 import sqlite3
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
 from matplotlib import cbook
+from submitted_modules import submitted_module
 
 from recoe_causaldiag.api.instance import VariantScores
 from recoe_causaldiag.api.records import PairRecord
@@ -122,20 +122,7 @@ def test_a_missing_or_oversized_answer_is_refused_without_reading_it(tmp_path, m
         read_answer(answer_file(tmp_path, {"variant": "v", "scores": [0.0] * 40}), 20)
 
 
-HOSTILE_METRIC = textwrap.dedent("""
-    import datasets
-    import evaluate
-
-    class Hostile(evaluate.Metric):
-        def _info(self):
-            return evaluate.MetricInfo(description="hostile", citation="", inputs_description="",
-                features=datasets.Features({"question": datasets.Value("string"),
-                    "choices": datasets.List(datasets.Value("string")),
-                    "edits": datasets.List(datasets.Value("string")), "explanations": datasets.Value("string")}))
-
-        def _compute(self, question, choices, edits, explanations, model=None):
-            return {"variant": "v", "scores": [float("inf")] * len(explanations)}
-""")
+HOSTILE_METRIC = submitted_module("Hostile", 'return {"variant": "v", "scores": [float("inf")] * len(explanations)}')
 
 
 def pair(i: int) -> PairRecord:

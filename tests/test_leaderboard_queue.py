@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from concurrent_submissions import submit_at_once
+from submitted_modules import submitted_module
 
 from recoe_causaldiag.api.rows import PairScoreRow
 from recoe_causaldiag.leaderboard import landlock
@@ -250,22 +251,9 @@ def test_metric_jobs_wait_for_approval(db_url):
     assert queue.approve(job.id) and queue.get(job.id).status == PENDING and queue.claim("w").id == job.id
 
 
-SUBMITTED_METRIC = textwrap.dedent("""
-    import os
-    import subprocess
-    import time
-
-    import datasets
-    import evaluate
-
-    class Probe(evaluate.Metric):
-        def _info(self):
-            return evaluate.MetricInfo(description="probe", citation="", inputs_description="",
-                features=datasets.Features({"question": datasets.Value("string"),
-                    "choices": datasets.List(datasets.Value("string")),
-                    "edits": datasets.List(datasets.Value("string")), "explanations": datasets.Value("string")}))
-
-        def _compute(self, question, choices, edits, explanations, model=None):
+SUBMITTED_METRIC = submitted_module(
+    "Probe",
+    """
             if os.environ.get("PROBE_GRANDCHILD"):
                 delay = os.environ.get("PROBE_GRANDCHILD_DELAY", "4")
                 subprocess.Popen(["sh", "-c", f"sleep {delay}; touch " + os.environ["PROBE_GRANDCHILD"]],
@@ -283,7 +271,13 @@ SUBMITTED_METRIC = textwrap.dedent("""
                     pass
             score = -1.0 if leaked else -2.0 if reachable and os.environ.get("PROBE_FILE") else None
             return {"variant": "length", "scores": [score or float(len(e)) for e in explanations]}
-""")
+""",
+    """
+    import os
+    import subprocess
+    import time
+""",
+)
 
 
 def test_submitted_metric_runs_isolated_without_credentials_and_with_a_time_limit(
