@@ -143,7 +143,7 @@ def test_a_metric_submission_is_checked_whole_before_anything_is_written(setting
     folder = tmp_path / "upload"
     folder.mkdir()
     module = folder / "good_metric.py"
-    module.write_text("# an evaluate module\n")
+    module.write_text(f"# an evaluate module, new to this cache: {tmp_path}\n")
     board = Leaderboard(LeaderboardSettings(**{**settings.__dict__, "rate_limit_per_hour": 1}))
     before = uploads()
     for server_path in ("/etc", "/usr/lib/python3", "/nonexistent/x", "../../etc/passwd", "~/x"):
@@ -159,7 +159,7 @@ def test_a_metric_submission_is_checked_whole_before_anything_is_written(setting
     accepted = board.submit_metric("good_metric", "", [module], "smollm2-135m-instruct", ["factcheck"], "eve")
     assert "AWAITING_APPROVAL" in accepted and len(uploads()) > len(before)
     written = uploads()
-    module.write_text("# another module\n")
+    module.write_text(f"# another module, new to this cache: {tmp_path}\n")
     limited = board.submit_metric("good_metric", "", [module], "smollm2-135m-instruct", ["factcheck"], "eve")
     assert "Rejected" in limited and uploads() == written, "over the rate limit, the upload is not written"
 
