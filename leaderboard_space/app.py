@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 import gradio as gr
 import pandas as pd
 
 from recoe_causaldiag.api.run_spec import PRECISIONS
+from recoe_causaldiag.leaderboard.queue import STATUSES
 from recoe_causaldiag.leaderboard.render import (
     BOARD_LEGEND,
     QUEUE_HEADERS,
@@ -16,8 +20,10 @@ from recoe_causaldiag.leaderboard.render import (
     board_headers,
     board_table,
     matching_rows,
+    queue_summary,
     queue_table,
 )
+from recoe_causaldiag.leaderboard.schema import QueueUnavailable
 from recoe_causaldiag.leaderboard.service import Leaderboard
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 from recoe_causaldiag.metrics import METRICS
@@ -25,6 +31,23 @@ from recoe_causaldiag.models import DEFAULT_MODEL
 from recoe_causaldiag.tasks import TASKS
 
 ABOUT = (Path(__file__).parent / "about.md").read_text(encoding="utf-8")
+ALL_STATUSES = "all"
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def unavailable_as_error(read: Callable[P, R]) -> Callable[P, R]:
+    """`read`, with a QueueUnavailable (the queue's database busy or removed) raised as a gr.Error: the page shows
+    its message instead of a traceback."""
+
+    @functools.wraps(read)
+    def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return read(*args, **kwargs)
+        except QueueUnavailable as err:
+            raise gr.Error(str(err)) from None
+
+    return guarded
 
 
 def build(leaderboard: Leaderboard) -> gr.Blocks:
@@ -37,15 +60,30 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
             return str(request.username)
         return leaderboard.pseudonym(request.client.host) if request.client else ""
 
+    @unavailable_as_error
     def show_board(search: str, task: str) -> tuple[pd.DataFrame, object]:
         board = leaderboard.board()
         table = pd.DataFrame(board_table(board, search, task), columns=board_headers(board))
         return table, board_figure(board, matching_rows(board, search, task))
 
-    def show_queue(submitter: str | None) -> pd.DataFrame:
+    @unavailable_as_error
+    def show_queue(submitter: str | None, status: str | None, page: int | None) -> tuple[pd.DataFrame, str, int]:
+        """One page of the Queue tab: its table, its 'page P of N' line and its page number (kept within the
+        pages there are)."""
         # None: the Queue tab is not rendered yet (the browser sends no value for a tab never opened)
         submitter = (submitter or "").strip()
-        return pd.DataFrame(queue_table(leaderboard.queue.jobs(submitter or None)), columns=QUEUE_HEADERS)
+        status = None if status in (None, "", ALL_STATUSES) else status
+        shown = leaderboard.queue.jobs_page(submitter=submitter or None, status=status, page=int(page or 1))
+        table = pd.DataFrame(queue_table(shown.jobs), columns=QUEUE_HEADERS)
+        return table, queue_summary(shown, submitter, status), shown.page
+
+    def queue_status(submitter: str, status: str, page: int) -> pd.DataFrame:
+        """The `/queue_status` API: the table of one page of the jobs, newest first."""
+        return show_queue(submitter, status, page)[0]
+
+    def turn_page(step: int) -> Callable[[str | None, str | None, int | None], tuple[pd.DataFrame, str, int]]:
+        """What the Previous (-1) or Next (+1) button shows: the page `step` pages away from the current one."""
+        return lambda submitter, status, page: show_queue(submitter, status, int(page or 1) + step)
 
     def submit_model(
         model: str, revision: str, precision: str, tasks: list[str], metrics: list[str], request: gr.Request
@@ -116,17 +154,34 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
                     lambda j, t: leaderboard.approve_metric(int(j or 0), t), [job_id, token], approved, api_name=False
                 )
         with gr.Tab("Queue", elem_id="tab-queue"):
-            submitter = gr.Textbox(label="Submitter (empty: everyone)", elem_id="queue-submitter")
-            queue_refresh = gr.Button("Refresh queue", elem_id="queue-refresh")
+            gr.Markdown(leaderboard.containment_status(), elem_id="queue-containment")
+            with gr.Row():
+                submitter = gr.Textbox(label="Submitter (empty: everyone)", scale=3, elem_id="queue-submitter")
+                status = gr.Dropdown(
+                    [ALL_STATUSES, *STATUSES], value=ALL_STATUSES, label="Status", scale=1, elem_id="queue-status"
+                )
+                queue_refresh = gr.Button("Refresh queue", scale=0, elem_id="queue-refresh")
+            with gr.Row():
+                previous_page = gr.Button("Previous", scale=0, elem_id="queue-previous")
+                page = gr.Number(1, label="Page", precision=0, scale=0, elem_id="queue-page")
+                next_page = gr.Button("Next", scale=0, elem_id="queue-next")
+                summary = gr.Markdown(elem_id="queue-summary")
             queue = gr.Dataframe(label="Jobs (newest first)", interactive=False, wrap=True, elem_id="queue-table")
-            queue_refresh.click(show_queue, submitter, queue, api_name="queue_status")
-            gr.Timer(10).tick(show_queue, submitter, queue, api_name=False)
+            shown_page = [queue, summary, page]
+            for trigger in (queue_refresh.click, page.submit, gr.Timer(10).tick):
+                trigger(show_queue, [submitter, status, page], shown_page, api_name=False)
+            for trigger in (submitter.submit, status.change):
+                trigger(lambda who, what: show_queue(who, what, 1), [submitter, status], shown_page, api_name=False)
+            previous_page.click(turn_page(-1), [submitter, status, page], shown_page, api_name=False)
+            next_page.click(turn_page(1), [submitter, status, page], shown_page, api_name=False)
+            queue_api = gr.Button(visible=False, elem_id="queue-api")
+            queue_api.click(queue_status, [submitter, status, page], queue, api_name="queue_status")
         with gr.Tab("About"):
             gr.Markdown(ABOUT)
         leaderboard_api = gr.Button(visible=False)
         leaderboard_api.click(lambda s, t: show_board(s, t)[0], [search, task], table, api_name="leaderboard")
         app.load(show_board, [search, task], [table, plot], api_name=False)
-        app.load(show_queue, submitter, queue, api_name=False)
+        app.load(show_queue, [submitter, status, page], shown_page, api_name=False)
     return app
 
 

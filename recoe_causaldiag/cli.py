@@ -193,7 +193,7 @@ def _worker(args: argparse.Namespace) -> int:
             "give it in PGPASSWORD, ~/.pgpass or $CAUSALDIAG_LEADERBOARD_DB"
         )
     settings = dataclasses.replace(LeaderboardSettings.from_env(), db_url=args.db)
-    worker = Worker(JobQueue.open(settings.db_url), settings)
+    worker = Worker(JobQueue.open(settings.db_url, settings.queue_read_timeout_s), settings)
     print(f"worker {worker.name} polling {settings.db_url.split('@')[-1]}", file=sys.stderr)
     if args.once:
         job = worker.run_once()

@@ -6,7 +6,6 @@ import importlib.metadata
 import importlib.util
 import json
 import logging
-import os
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from .prompts import Turn
 
 log = logging.getLogger(__name__)
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 _MARKER = "CONVERTED.json"
 
 
@@ -169,24 +168,36 @@ def _gguf_fingerprint(gguf: Path) -> dict[str, object]:
     return {"format": CACHE_FORMAT, "gguf": gguf.name, "bytes": stat.st_size}
 
 
-def _cache_is_complete(folder: Path, fingerprint: dict[str, object]) -> bool:
-    marker = folder / _MARKER
-    if not marker.is_file():
-        return False
+def _recorded_files(folder: Path, fingerprint: dict[str, object]) -> dict[str, dict[str, object]] | None:
+    """The files the cache's marker records ({name: {"bytes", "sha256"}}) when it was made from this GGUF in this
+    format; None when there is no such marker."""
     try:
-        recorded = json.loads(marker.read_text())
-    except (json.JSONDecodeError, OSError):
-        return False
-    files = recorded.get("files", {})
-    return (
-        recorded.get("source") == fingerprint
-        and bool(files)
-        and all((folder / name).is_file() and (folder / name).stat().st_size == size for name, size in files.items())
+        recorded = json.loads((folder / _MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    files = recorded.get("files") if recorded.get("source") == fingerprint else None
+    return files if isinstance(files, dict) and files else None
+
+
+def _cache_is_complete(folder: Path, fingerprint: dict[str, object]) -> bool:
+    """Every recorded file is there with its recorded size (the quick check of every load)."""
+    files = _recorded_files(folder, fingerprint)
+    return files is not None and all(
+        (folder / name).is_file() and (folder / name).stat().st_size == entry["bytes"] for name, entry in files.items()
+    )
+
+
+def _cache_is_intact(folder: Path, fingerprint: dict[str, object]) -> bool:
+    """Every recorded file is there with its recorded sha256 (a same-size corruption included)."""
+    files = _recorded_files(folder, fingerprint)
+    return files is not None and all(
+        (folder / name).is_file() and file_sha256(folder / name) == entry["sha256"] for name, entry in files.items()
     )
 
 
 def _convert_gguf(gguf: Path, target: Path, fingerprint: dict[str, object]) -> None:
-    """Dequantize a GGUF once and store it as float16 safetensors; the folder appears whole or not at all."""
+    """Dequantize a GGUF once and store it as float16 safetensors, with a marker that records each file's size and
+    sha256; the folder appears whole or not at all."""
     log.warning("converting %s to a float16 safetensors cache in %s (one time, 20-60 s)", gguf.name, target)
     with staged_folder(target) as staging:
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
@@ -195,39 +206,46 @@ def _convert_gguf(gguf: Path, target: Path, fingerprint: dict[str, object]) -> N
             model.hf_quantizer.remove_quantization_config(model)
         model.to(torch.float16).save_pretrained(staging)
         tokenizer.save_pretrained(staging)
-        files = {p.name: p.stat().st_size for p in staging.iterdir() if p.is_file()}
+        files = {
+            p.name: {"bytes": p.stat().st_size, "sha256": file_sha256(p)} for p in staging.iterdir() if p.is_file()
+        }
         marker = {"source": fingerprint, "files": files, "gguf_sha256": file_sha256(gguf)}
         (staging / _MARKER).write_text(json.dumps(marker, indent=1))
 
 
-def _recorded_gguf_sha256(folder: Path, gguf: Path) -> str:
-    """The GGUF's sha256 as the cache's marker records it; hashed once and added to a marker written without it."""
-    marker_path = folder / _MARKER
-    marker = json.loads(marker_path.read_text())
-    if "gguf_sha256" not in marker:
-        marker["gguf_sha256"] = file_sha256(gguf)
-        staged = marker_path.with_name(f".{_MARKER}.{os.getpid()}")
-        staged.write_text(json.dumps(marker, indent=1))
-        os.replace(staged, marker_path)
-    return marker["gguf_sha256"]
+def _converted(name: str, *, verify: bool) -> tuple[Path, bool]:
+    """The converted safetensors folder of a packaged model, and whether it passed its check: sizes only, or with
+    `verify` every file's sha256. One that fails (or is missing) is rebuilt from the packaged GGUF."""
+    gguf = PACKAGED_MODELS.get(name).locate_gguf()
+    fingerprint = _gguf_fingerprint(gguf)
+    folder = cache_root() / "models" / name
+    passed = (_cache_is_intact if verify else _cache_is_complete)(folder, fingerprint)
+    if not passed:
+        if folder.exists():
+            log.warning("the converted cache of %s in %s fails its check; it is rebuilt", name, folder)
+        _convert_gguf(gguf, folder, fingerprint)
+    return folder, passed
 
 
 def _packaged_model(name: str) -> tuple[Path, str]:
     """The converted safetensors folder of a packaged model, (re)built when missing or incomplete, and the model's
     resolved revision: `package==version@sha256:<sha256 of the GGUF file>`."""
-    spec = PACKAGED_MODELS.get(name)
-    gguf = spec.locate_gguf()
-    fingerprint = _gguf_fingerprint(gguf)
-    folder = cache_root() / "models" / name
-    if not _cache_is_complete(folder, fingerprint):
-        _convert_gguf(gguf, folder, fingerprint)
-    version = importlib.metadata.version(spec.package)
-    return folder, f"{spec.package}=={version}@sha256:{_recorded_gguf_sha256(folder, gguf)}"
+    folder, _ = _converted(name, verify=False)
+    package = PACKAGED_MODELS.get(name).package
+    gguf_sha256 = json.loads((folder / _MARKER).read_text())["gguf_sha256"]
+    return folder, f"{package}=={importlib.metadata.version(package)}@sha256:{gguf_sha256}"
 
 
 def packaged_model_dir(name: str) -> Path:
     """The converted safetensors folder of a packaged model, (re)built when missing or incomplete."""
     return _packaged_model(name)[0]
+
+
+def verify_packaged_model(name: str) -> bool:
+    """Check every file of a packaged model's converted folder against the sha256 its marker records; False when
+    one differs (a same-size corruption included), and the folder was rebuilt. What a worker does before each task,
+    so a corrupted cache is never scored."""
+    return _converted(name, verify=True)[1]
 
 
 def _from_folder(

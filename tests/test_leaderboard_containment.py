@@ -7,6 +7,7 @@ memory."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import signal
 import socket
@@ -15,18 +16,19 @@ import time
 import pytest
 from submitted_modules import submitted_module
 
-from recoe_causaldiag.leaderboard import landlock
+from recoe_causaldiag.leaderboard import landlock, metric_sandbox
 from recoe_causaldiag.leaderboard.metric_sandbox import Confinement, MetricRunError, score_submitted_metric
-from recoe_causaldiag.leaderboard.supervisor import enter_network_namespace
+from recoe_causaldiag.leaderboard.supervisor import available_namespaces
 
 HOSTILE = submitted_module(
     "Hostile",
     """
             what = os.environ["HOSTILE"]
-            variant = grandchild() if what == "grandchild" else attempt(ACTIONS[what])
+            variant = SHOWN[what]() if what in SHOWN else attempt(ACTIONS[what])
             return {"variant": variant, "scores": [1.0] * len(explanations)}
 """,
     """
+    import mmap
     import os
     import signal
     import socket
@@ -58,11 +60,9 @@ HOSTILE = submitted_module(
             f.write("left behind")
 
     def memory():
-        try:
-            bytearray(16 * 2**30)
-        except MemoryError:
-            raise OSError("refused")
+        mmap.mmap(-1, 9 * 2**30).close()  # reserved, never touched: no memory is used when it is allowed
 
+    SHOWN = {"grandchild": grandchild, "pid": lambda: f"pid {os.getpid()}"}
     ACTIONS = {"signal": signal_outside, "tcp": tcp, "udp": udp, "shm": shm, "memory": memory}
 """,
 )
@@ -81,11 +81,8 @@ needs_network_rules = pytest.mark.skipif(
 )
 
 
-def can_make_network_namespace() -> bool:
-    pid = os.fork()
-    if pid == 0:
-        os._exit(0 if enter_network_namespace() else 1)
-    return os.waitpid(pid, 0)[1] == 0
+def can_make(namespace: str) -> bool:
+    return namespace in available_namespaces()
 
 
 @pytest.fixture
@@ -101,7 +98,7 @@ def hostile(tmp_path, monkeypatch, factcheck_pairs):
         what: str,
         layers_off: tuple[str, ...] = (),
         *,
-        network_ns: bool = True,
+        namespaces: tuple[str, ...] = ("network", "pid"),
         writable: tuple[str, ...] = (),
         time_limit_s: float = 120,
     ) -> str:
@@ -118,7 +115,7 @@ def hostile(tmp_path, monkeypatch, factcheck_pairs):
             factcheck_pairs[:1],
             time_limit_s=time_limit_s,
             secrets=(),
-            network_ns=network_ns,
+            namespaces=namespaces,
         )
         return scored.variant
 
@@ -135,7 +132,7 @@ def alive(pid: int) -> bool:
 
 def test_a_setsid_grandchild_is_killed_and_never_holds_the_worker(hostile):
     started = time.monotonic()
-    variant = hostile("grandchild")
+    variant = hostile("grandchild", namespaces=("network",))  # the subreaper alone; pids as this process sees them
     pid = int(variant.split()[1])
     assert time.monotonic() - started < 60, "the worker waited for the grandchild"
     deadline = time.monotonic() + 5
@@ -150,8 +147,25 @@ def test_a_metric_cannot_signal_a_process_outside_its_sandbox(hostile, monkeypat
     previous = signal.signal(signal.SIGUSR1, lambda *_: received.append(1))
     try:
         monkeypatch.setenv("HOSTILE_TARGET", str(os.getpid()))
-        assert hostile("signal") == "stopped" and not received
-        assert hostile("signal", (landlock.SCOPING,)) == "escaped", "control: without scoping the signal arrives"
+        assert hostile("signal", namespaces=()) == "stopped" and not received
+        assert hostile("signal", (landlock.SCOPING,), namespaces=()) == "escaped" and received, (
+            "control: without scoping the signal arrives"
+        )
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+
+
+@pytest.mark.skipif(not can_make("pid"), reason="needs a PID namespace (root)")
+def test_the_pid_namespace_hides_every_process_outside_it(hostile, monkeypatch):
+    received = []
+    previous = signal.signal(signal.SIGUSR1, lambda *_: received.append(1))
+    try:
+        monkeypatch.setenv("HOSTILE_TARGET", str(os.getpid()))
+        assert hostile("pid") == "pid 1", "the metric is the first process of its own namespace"
+        assert hostile("signal", (landlock.SCOPING,)) == "stopped" and not received, "no such process in there"
+        assert hostile("signal", (landlock.SCOPING,), namespaces=("network",)) == "escaped" and received, (
+            "control: without the PID namespace (and scoping) the signal arrives"
+        )
     finally:
         signal.signal(signal.SIGUSR1, previous)
 
@@ -167,15 +181,15 @@ def listener(monkeypatch):
 
 @needs_network_rules
 def test_landlock_refuses_tcp(hostile, listener):
-    assert hostile("tcp", network_ns=False) == "stopped"
-    assert hostile("tcp", (landlock.NETWORK,), network_ns=False) == "escaped", "control: the port is reachable"
+    assert hostile("tcp", namespaces=()) == "stopped"
+    assert hostile("tcp", (landlock.NETWORK,), namespaces=()) == "escaped", "control: the port is reachable"
 
 
-@pytest.mark.skipif(not can_make_network_namespace(), reason="needs a network namespace (root)")
+@pytest.mark.skipif(not can_make("network"), reason="needs a network namespace (root)")
 def test_the_network_namespace_refuses_what_landlock_does_not_cover(hostile, listener):
     assert hostile("udp", (landlock.NETWORK,)) == "stopped"
     assert hostile("tcp", (landlock.NETWORK,)) == "stopped"
-    assert hostile("udp", (landlock.NETWORK,), network_ns=False) == "escaped", "control: UDP leaves without it"
+    assert hostile("udp", (landlock.NETWORK,), namespaces=()) == "escaped", "control: UDP leaves without it"
 
 
 def test_a_metric_leaves_nothing_in_dev_shm(hostile):
@@ -188,8 +202,10 @@ def test_a_metric_leaves_nothing_in_dev_shm(hostile):
             os.remove(left)
 
 
-def test_the_memory_limit_refuses_a_huge_allocation(hostile):
+def test_the_memory_limit_refuses_a_huge_allocation(hostile, monkeypatch):
     assert hostile("memory") == "stopped"
+    monkeypatch.setattr(metric_sandbox, "Limits", functools.partial(metric_sandbox.Limits, memory_bytes=2**40))
+    assert hostile("memory") == "escaped", "control: without the address-space limit 9 GiB are reserved"
 
 
 def test_a_hub_module_is_fetched_by_the_worker_so_the_metric_needs_no_network(tmp_path, monkeypatch, factcheck_pairs):

@@ -22,7 +22,7 @@ from recoe_causaldiag.api.instance import VariantScores
 from recoe_causaldiag.api.records import PairRecord
 from recoe_causaldiag.api.rows import PairScoreRow
 from recoe_causaldiag.api.run_spec import DatasetIdentity
-from recoe_causaldiag.leaderboard import metric_sandbox, worker
+from recoe_causaldiag.leaderboard import metric_sandbox, service, worker
 from recoe_causaldiag.leaderboard.board import compute_board
 from recoe_causaldiag.leaderboard.integrity import SAFE_NAME, InvalidData, check_name
 from recoe_causaldiag.leaderboard.metric_sandbox import MetricRunError, read_answer
@@ -331,3 +331,20 @@ def test_the_leaderboard_tab_and_api_render_around_poisoned_rows(tmp_path):
     shown_table, plot = tab.fn("", "factcheck")
     assert len(shown_table) == len(table) and tab.outputs[1].postprocess(plot) is not None
     assert any(label.startswith(MATHTEXT.replace("$", r"\$")) for label in drawn(plot))
+
+
+def test_a_host_missing_a_containment_layer_runs_no_metric_unless_the_operator_allows_it(tmp_path, monkeypatch):
+    reduced = metric_sandbox.Containment(tuple(layer for layer in metric_sandbox.LAYERS if layer != "pid namespace"))
+    monkeypatch.setattr(metric_sandbox, "host_containment", lambda: reduced)
+    monkeypatch.setattr(service, "host_containment", lambda: reduced)
+    monkeypatch.setattr(metric_sandbox, "_stage", lambda source, scratch: pytest.fail("staged a refused metric"))
+    with pytest.raises(MetricRunError, match=r"reduced on this host \(missing: pid namespace\)"):
+        metric_sandbox.score_submitted_metric(
+            str(tmp_path), "smollm2-135m-instruct", [pair(0)], time_limit_s=5, secrets=()
+        )
+    assert "missing: pid namespace" in reduced.describe(False) and "refused" in reduced.describe(False)
+    assert "as the operator allows" in reduced.describe(True)
+    full = metric_sandbox.Containment(metric_sandbox.LAYERS)
+    assert full.missing == () and full.describe(False).startswith("Submitted metrics run fully contained")
+    settings = LeaderboardSettings(db_url=f"sqlite:///{tmp_path / 'q.sqlite'}", allow_reduced_containment=True)
+    assert "as the operator allows" in Leaderboard(settings).containment_status()

@@ -3,6 +3,7 @@ and submitted metrics isolated in a child process."""
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import signal
@@ -12,6 +13,7 @@ import textwrap
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import pytest
 from concurrent_submissions import submit_at_once
@@ -33,7 +35,7 @@ from recoe_causaldiag.leaderboard.queue import (
     RateLimited,
 )
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
-from recoe_causaldiag.leaderboard.worker import TaskOutcome, Worker
+from recoe_causaldiag.leaderboard.worker import INTERRUPT_GRACE_S, TaskOutcome, Worker
 
 REQUEST = JobRequest(
     MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic", ("factcheck", "analogy"), ("random",)
@@ -181,7 +183,7 @@ WORKER_SCRIPT = textwrap.dedent("""
     from recoe_causaldiag.leaderboard.queue import JobQueue
     from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
     from recoe_causaldiag.api.rows import PairScoreRow
-    from recoe_causaldiag.leaderboard.worker import TaskOutcome, Worker
+    from recoe_causaldiag.leaderboard.worker import INTERRUPT_GRACE_S, TaskOutcome, Worker
 
     def runner(job, task, write):
         if task == "analogy":
@@ -222,15 +224,46 @@ def test_job_of_a_killed_worker_is_requeued_and_its_stored_task_kept(db_url, tmp
     assert sorted(r.row.pair_id for r in queue.finished_scores()) == ["analogy-0", "factcheck-0"]
 
 
-def test_a_job_that_errors_ends_failed_with_its_reason(db_url):
+def test_a_job_that_errors_ends_failed_with_a_short_public_reason(db_url, caplog):
     queue = JobQueue.open(db_url)
     queue.submit(REQUEST, "alice", pair_cap=None)
 
     def runner(job, task, write):
-        raise RuntimeError("label 'Yes' is 2 tokens")
+        raise RuntimeError(f"label 'Yes' is 2 tokens in {db_url.removeprefix('sqlite:///')}\nsecond line")
 
-    ended = Worker(queue, LeaderboardSettings(db_url=db_url), runner=runner).run_once()
-    assert ended.status == FAILED and "label 'Yes' is 2 tokens" in ended.reason and "Traceback" in ended.log_tail
+    with caplog.at_level(logging.ERROR, logger="recoe_causaldiag.leaderboard.worker"):
+        ended = Worker(queue, LeaderboardSettings(db_url=db_url), runner=runner).run_once()
+    assert (ended.status, ended.reason) == (FAILED, "RuntimeError: label 'Yes' is 2 tokens in queue.sqlite")
+    assert "Traceback" not in ended.log_tail and "/" not in ended.log_tail.split("failed: ", 1)[1]
+    assert "second line" in caplog.text and "Traceback" in caplog.text, "the full error goes to the server's log"
+
+
+def busy_python(job, task, write):
+    while True:
+        time.sleep(0.05)
+
+
+def stuck_in_native_code(job, task, write):
+    threading.Event().wait()
+
+
+@pytest.mark.parametrize("runner", [busy_python, stuck_in_native_code])
+def test_a_job_past_its_wall_clock_limit_fails_and_the_worker_moves_on(db_url, runner):
+    queue = JobQueue.open(db_url)
+    first = queue.submit(REQUEST, "alice", pair_cap=None).job
+    second = queue.submit(replace(REQUEST, model="gemma-3-270m"), "alice", pair_cap=None).job
+    settings = LeaderboardSettings(db_url=db_url, job_time_limit_s=2, heartbeat_timeout_s=1)
+    worker = Worker(queue, settings, runner=runner, name="w")
+    started = time.monotonic()
+    ended = worker.run_once()
+    assert time.monotonic() - started < 2 + INTERRUPT_GRACE_S + 3
+    assert (ended.id, ended.status, ended.reason) == (first.id, FAILED, "the job exceeded its wall-clock limit of 2 s")
+    beat_at = queue.get(first.id).heartbeat_at
+    time.sleep(1.5)
+    assert queue.get(first.id).heartbeat_at == beat_at, "no heartbeat for a job the worker gave up"
+    assert queue.requeue_stale(settings.heartbeat_timeout_s) == [], "a FAILED job is never re-queued"
+    worker.runner = lambda job, task, write: TaskOutcome("1.0.0", rows(task, 1))
+    assert worker.run_once().id == second.id and queue.get(second.id).status == FINISHED
 
 
 def test_metric_jobs_wait_for_approval(db_url):

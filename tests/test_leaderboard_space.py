@@ -72,7 +72,7 @@ def test_submit_default_model_reaches_finished_and_the_board(space_url):
     assert answer.startswith("Submitted: job **#1**"), answer
 
     def finished():
-        table = client.predict("", api_name="/queue_status")
+        table = client.predict("", "all", 1, api_name="/queue_status")
         row = dict(zip(table["headers"], table["data"][0]))
         assert row["status"] != "FAILED", row
         return row if row["status"] == "FINISHED" else None

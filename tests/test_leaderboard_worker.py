@@ -4,6 +4,7 @@ the runner's functions, so a stored job holds exactly the rows `causaldiag run` 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from recoe_causaldiag.api.run_spec import RunSpec
 from recoe_causaldiag.hub_layout import load_pairs
@@ -75,3 +76,33 @@ def test_submitted_metric_jobs_make_rows_with_the_same_functions(factcheck_dir, 
     for row, pair in list(zip(outcome.rows, pairs))[1:]:
         faithful, unfaithful = len(pair.explanation_faithful), len(pair.explanation_unfaithful)
         assert row.d == (1.0 if faithful > unfaithful else 0.5 if faithful == unfaithful else 0.0)
+
+
+class ModelLoaded(Exception):
+    """Where the task would load the model and score."""
+
+
+def test_a_task_never_scores_a_model_cache_that_fails_its_sha256_check(factcheck_dir, tmp_path, monkeypatch):
+    checked: list[str] = []
+
+    def corrupted(name: str) -> bool:
+        checked.append(name)
+        return False
+
+    def load(self, spec, write):
+        raise ModelLoaded(self._loaded)
+
+    monkeypatch.setattr(worker, "verify_packaged_model", corrupted)
+    monkeypatch.setattr(worker.LibraryTaskRunner, "_model", load)
+    runner = worker.LibraryTaskRunner(
+        LeaderboardSettings(db_url=f"sqlite:///{tmp_path / 'q.sqlite'}"), data_dir=factcheck_dir.parent
+    )
+    runner._loaded = (("smollm2-135m-instruct", "main", "auto"), object())
+    request = JobRequest(
+        MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic", ("factcheck",), ("random",)
+    )
+    lines: list[str] = []
+    with pytest.raises(ModelLoaded) as loaded:
+        runner(running(1, request, 2), "factcheck", lines.append)
+    assert checked == ["smollm2-135m-instruct"] and loaded.value.args == (None,), "the old model is dropped first"
+    assert lines == ["the converted cache of smollm2-135m-instruct failed its sha256 check and was rebuilt"]

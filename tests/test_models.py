@@ -1,5 +1,6 @@
 import importlib.metadata
 import json
+import shutil
 from types import SimpleNamespace
 
 import pytest
@@ -106,16 +107,24 @@ def test_a_packaged_models_revision_is_its_package_version_and_gguf_hash(default
     assert default_lm.identity == models.ModelIdentity("smollm2-135m-instruct", default_lm.revision, "float32", "cpu")
 
 
-def test_a_cache_marker_without_the_gguf_hash_gets_it_once(tmp_path, monkeypatch):
-    gguf = tmp_path / "model.gguf"
-    gguf.write_bytes(b"weights")
-    (tmp_path / "CONVERTED.json").write_text(json.dumps({"source": {}, "files": {}}))
-    digest = models._recorded_gguf_sha256(tmp_path, gguf)
-    assert digest == models.file_sha256(gguf)
-    monkeypatch.setattr(models, "file_sha256", lambda path: pytest.fail("hashed twice"))
-    assert models._recorded_gguf_sha256(tmp_path, gguf) == digest
-    assert json.loads((tmp_path / "CONVERTED.json").read_text())["gguf_sha256"] == digest
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["CONVERTED.json", "model.gguf"]
+def test_a_same_size_corruption_of_the_cache_fails_the_sha256_check_and_is_rebuilt(tmp_path, monkeypatch):
+    """The quick size check of every load cannot see it; the worker's check before each task does."""
+    good = packaged_model_dir("smollm2-135m-instruct")
+    monkeypatch.setenv("CAUSALDIAG_CACHE", str(tmp_path))
+    folder = tmp_path / "models" / "smollm2-135m-instruct"
+    shutil.copytree(good, folder)
+    rebuilt = []
+    monkeypatch.setattr(models, "_convert_gguf", lambda gguf, target, fp: rebuilt.append(target) or None)
+    assert models.verify_packaged_model("smollm2-135m-instruct") and rebuilt == []
+
+    weights = folder / "model.safetensors"
+    with weights.open("r+b") as handle:
+        handle.seek(weights.stat().st_size // 2)
+        byte = handle.read(1)
+        handle.seek(-1, 1)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    assert packaged_model_dir("smollm2-135m-instruct") == folder and rebuilt == [], "sizes alone pass"
+    assert not models.verify_packaged_model("smollm2-135m-instruct") and rebuilt == [folder]
 
 
 def test_hub_and_folder_models_record_the_commit_or_the_resolved_path(tmp_path, monkeypatch):

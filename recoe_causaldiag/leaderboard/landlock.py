@@ -32,7 +32,8 @@ FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
 BIND_TCP, CONNECT_TCP = 1 << 0, 1 << 1
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 NETWORK_ABI, SCOPING_ABI = 4, 6
-FILESYSTEM, NETWORK, SCOPING = "filesystem", "tcp", "signals and abstract sockets"
+FILESYSTEM, NETWORK, SCOPING = "Landlock filesystem", "Landlock TCP", "Landlock signal and abstract-socket scoping"
+ALL_LAYERS = (FILESYSTEM, NETWORK, SCOPING)
 
 
 class _RulesetAttr(ctypes.Structure):

@@ -27,6 +27,7 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,8 @@ from ..api.records import PairRecord
 from ..paths import cache_root
 from . import landlock
 from .integrity import InvalidData, check_name, check_scores
-from .settings import SECRET_ENV_VARS
+from .settings import ALLOW_REDUCED_ENV, SECRET_ENV_VARS
+from .supervisor import NAMESPACES, available_namespaces
 
 OUTPUT_TAIL_CHARS = 3000
 GRACE_S = 30.0
@@ -152,6 +154,37 @@ class Confinement:
         return confinement
 
 
+LAYERS = (*landlock.ALL_LAYERS, *(f"{name} namespace" for name in NAMESPACES))
+"""The containment layers that depend on the host (the supervisor's subreaper and the resource limits do not)."""
+
+
+@dataclass(frozen=True)
+class Containment:
+    """The containment layers of submitted metrics this host has (`LAYERS`), and those it lacks."""
+
+    available: tuple[str, ...]
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return tuple(layer for layer in LAYERS if layer not in self.available)
+
+    def describe(self, allow_reduced: bool) -> str:
+        """One line for the queue's status: full, reduced and allowed by the operator, or reduced and refused."""
+        if not self.missing:
+            return f"Submitted metrics run fully contained: {', '.join(self.available)}, a subreaper, resource limits."
+        verdict = (
+            "they run, as the operator allows" if allow_reduced else "they are refused until the operator allows it"
+        )
+        return f"Containment of submitted metrics is reduced here (missing: {', '.join(self.missing)}); {verdict}."
+
+
+@cache
+def host_containment() -> Containment:
+    """The layers this host offers: Landlock's by its ABI version, the namespaces this process may make."""
+    namespaces = tuple(f"{name} namespace" for name in available_namespaces())
+    return Containment((*landlock.layers(landlock.abi_version()), *namespaces))
+
+
 def _stage(source: str, scratch: Path) -> str:
     """The module the child loads, as a folder inside the scratch folder: a copy of an uploaded folder, or the
     files of a Hub module fetched here by the worker (the child has no network)."""
@@ -190,11 +223,16 @@ class Limits:
 
 
 def _run_child(
-    command: list[str], scratch: Path, env: dict[str, str], time_limit_s: float, user: str | None, *, network_ns: bool
+    command: list[str],
+    scratch: Path,
+    env: dict[str, str],
+    time_limit_s: float,
+    user: str | None,
+    namespaces: Sequence[str],
 ) -> subprocess.CompletedProcess:
     """Run `command` under the supervisor (`supervisor.py`): at most `time_limit_s`, nothing left running after it,
-    output to files in a folder of the worker's that the metric cannot open; in its own network namespace where
-    the supervisor may make one and `network_ns`."""
+    output to files in a folder of the worker's that the metric cannot open; in the `namespaces` the supervisor may
+    make."""
     uid = gid = -1
     if user:
         account = pwd.getpwnam(user)
@@ -204,7 +242,7 @@ def _run_child(
     with tempfile.TemporaryDirectory(prefix="causaldiag-supervisor-") as private:
         status, out, err = (Path(private) / name for name in ("status.json", "stdout", "stderr"))
         supervisor = [sys.executable, "-m", f"{__package__}.supervisor", str(status), f"{time_limit_s:g}"]
-        supervisor += [str(uid), str(gid), "1" if network_ns else "0", "--", *command]
+        supervisor += [str(uid), str(gid), ",".join(namespaces) or "none", "--", *command]
         try:
             with out.open("wb") as stdout, err.open("wb") as stderr:
                 done = subprocess.run(
@@ -236,16 +274,25 @@ def score_submitted_metric(
     secrets: Sequence[str],
     user: str | None = None,
     protected: Sequence[Path] = (),
-    network_ns: bool = True,
+    namespaces: Sequence[str] = tuple(NAMESPACES),
+    allow_reduced: bool = False,
 ) -> SubmittedScores:
     """Score both explanations of every pair with the submitted `evaluate` module in an isolated child process
-    (as `user` when given: needs root) that can read none of the `protected` paths, within `Limits` and, where the
-    supervisor may make one (as root) and `network_ns`, a network namespace of its own."""
+    (as `user` when given: needs root) that can read none of the `protected` paths, within `Limits` and the
+    `namespaces` the supervisor may make (as root). Refused where a containment layer is missing on this host
+    (`Containment.missing`) unless `allow_reduced`, and always where neither Landlock nor a sandbox user
+    isolates the metric."""
     confined = landlock.abi_version() > 0
     if not confined and not user:
         raise MetricRunError(
             "submitted metrics need isolation: this kernel has no Landlock, so set "
             "CAUSALDIAG_SANDBOX_USER (with the app running as root) to run them as a separate user"
+        )
+    missing = host_containment().missing
+    if missing and not allow_reduced:
+        raise MetricRunError(
+            f"containment is reduced on this host (missing: {', '.join(missing)}); submitted metrics run only "
+            f"when the operator allows that ({ALLOW_REDUCED_ENV}=1)"
         )
     from ..models import PACKAGED_MODELS, packaged_model_dir
 
@@ -279,13 +326,12 @@ def score_submitted_metric(
             sandbox_environment(secrets, scratch),
             time_limit_s,
             user,
-            network_ns=network_ns,
+            namespaces,
         )
         if done.returncode != 0:
-            raise MetricRunError(
-                f"the submitted metric failed (exit {done.returncode}): "
-                f"{(done.stderr or done.stdout)[-OUTPUT_TAIL_CHARS:]}"
-            )
+            output = done.stderr or done.stdout
+            last = next((line.strip() for line in reversed(output.splitlines()) if line.strip()), "no output")
+            raise MetricRunError(f"the submitted metric failed (exit {done.returncode}): {last}\n{output}")
         return read_answer(answer, len(pairs))
 
 

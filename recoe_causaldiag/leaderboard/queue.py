@@ -6,17 +6,18 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import astuple, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, DateTime, Engine, func, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from ..api.rows import PairScoreRow
 from .integrity import InvalidData, check_name, check_row, stored_row
-from .schema import deployment, job_tasks, jobs, make_engine, pair_scores
+from .schema import READ_OPTION, QueueBusy, deployment, job_tasks, jobs, make_engine, pair_scores
 
 PENDING, RUNNING, FINISHED, FAILED = "PENDING", "RUNNING", "FINISHED", "FAILED"
 AWAITING_APPROVAL = "AWAITING_APPROVAL"
@@ -25,6 +26,7 @@ MODEL_JOB, METRIC_JOB = "model", "metric"
 LOG_TAIL_CHARS = 4000
 MAX_ATTEMPTS = 3
 SUBMIT_RETRIES = 3
+READ_TIMEOUT_S = 5.0
 
 
 def utc_now() -> datetime:
@@ -216,6 +218,43 @@ class Submission:
     duplicate: bool
 
 
+@contextmanager
+def _busy_is_loud() -> Iterator[None]:
+    """Turn the database's "locked" error into a QueueBusy with a message a submitter can act on."""
+    try:
+        yield
+    except OperationalError as err:
+        if "locked" not in str(err) and "busy" not in str(err):
+            raise
+        raise QueueBusy(
+            "the queue is busy (its database is locked by another process); try again in a moment"
+        ) from None
+
+
+QUEUE_PAGE_SIZE = 25
+MAX_QUEUE_PAGE_SIZE = 200
+
+
+def page_count(total: int, page_size: int) -> int:
+    """How many pages of `page_size` hold `total` jobs (1 when there are none: an empty first page)."""
+    return max(1, -(-total // page_size))
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """One page of the jobs that match a filter, newest first: page `page` (1-based) of `page_size` jobs, out of
+    `total` matching jobs."""
+
+    jobs: list[Job]
+    page: int
+    page_size: int
+    total: int
+
+    @property
+    def pages(self) -> int:
+        return page_count(self.total, self.page_size)
+
+
 def _split(joined: str) -> tuple[str, ...]:
     return tuple(s for s in joined.split(",") if s)
 
@@ -227,8 +266,22 @@ class JobQueue:
         self.engine = engine
 
     @classmethod
-    def open(cls, url: str) -> JobQueue:
-        return cls(make_engine(url))
+    def open(cls, url: str, read_timeout_s: float = READ_TIMEOUT_S) -> JobQueue:
+        """The queue in the database at `url`; on SQLite a read waits at most `read_timeout_s` for a lock."""
+        return cls(make_engine(url, read_timeout_s))
+
+    @contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        """A read-only transaction: it takes no write lock, and a lock held elsewhere for longer than the read
+        timeout is a QueueBusy."""
+        with _busy_is_loud(), self.engine.connect().execution_options(**{READ_OPTION: True}) as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        """A write transaction (serialised on SQLite); a lock that outlasts the write timeout is a QueueBusy."""
+        with _busy_is_loud(), self.engine.begin() as conn:
+            yield conn
 
     @property
     def claims_skip_locked(self) -> bool:
@@ -267,7 +320,7 @@ class JobQueue:
         """(id, duplicate): the live job of an identical request, else a new PENDING (or AWAITING_APPROVAL) job
         or the request's revived failed job; IntegrityError when an identical request took the key meanwhile."""
         status = AWAITING_APPROVAL if request.kind == METRIC_JOB else PENDING
-        with self.engine.begin() as conn:  # SQLite: BEGIN IMMEDIATE already serialises every writer
+        with self._writing() as conn:  # SQLite: BEGIN IMMEDIATE already serialises every writer
             if self.claims_skip_locked:
                 conn.execute(select(func.pg_advisory_xact_lock(func.hashtext(submitter))))
             live = conn.execute(select(jobs.c.id).where(jobs.c.active_key == request.key)).scalar()
@@ -334,13 +387,13 @@ class JobQueue:
         return job
 
     def find(self, job_id: int) -> Job | None:
-        with self.engine.begin() as conn:
+        with self._reading() as conn:
             row = conn.execute(select(jobs).where(jobs.c.id == job_id)).mappings().first()
         return None if row is None else Job.from_row(row)
 
     def live_job(self, key: str) -> Job | None:
         """The job that holds a request key (not FAILED), if any."""
-        with self.engine.begin() as conn:
+        with self._reading() as conn:
             row = conn.execute(select(jobs).where(jobs.c.active_key == key)).mappings().first()
         return None if row is None else Job.from_row(row)
 
@@ -349,13 +402,37 @@ class JobQueue:
         query = select(jobs).order_by(jobs.c.id.desc())
         if submitter:
             query = query.where(jobs.c.submitter == submitter)
-        with self.engine.begin() as conn:
+        with self._reading() as conn:
             return [Job.from_row(r) for r in conn.execute(query).mappings()]
+
+    def jobs_page(
+        self,
+        *,
+        submitter: str | None = None,
+        status: str | None = None,
+        page: int = 1,
+        page_size: int = QUEUE_PAGE_SIZE,
+    ) -> JobPage:
+        """One page of the jobs, newest first; only one submitter's and/or those in one of STATUSES when given.
+        A page before the first is the first, one past the end is the last, and `page_size` is kept within
+        1..MAX_QUEUE_PAGE_SIZE; the count and the page are read in one transaction."""
+        if status is not None and status not in STATUSES:
+            raise ValueError(f"unknown job status {status!r}; one of {', '.join(STATUSES)}")
+        page_size = min(max(page_size, 1), MAX_QUEUE_PAGE_SIZE)
+        matching = [jobs.c.submitter == submitter] if submitter else []
+        if status is not None:
+            matching.append(jobs.c.status == status)
+        with self._reading() as conn:
+            total = conn.execute(select(func.count()).select_from(jobs).where(*matching)).scalar_one()
+            page = min(max(page, 1), page_count(total, page_size))
+            query = select(jobs).where(*matching).order_by(jobs.c.id.desc()).limit(page_size)
+            rows = conn.execute(query.offset((page - 1) * page_size)).mappings()
+            return JobPage([Job.from_row(r) for r in rows], page, page_size, total)
 
     def claim(self, worker: str) -> Job | None:
         """Atomically move the oldest PENDING job to RUNNING for `worker`; None when nothing is pending."""
         while True:
-            with self.engine.begin() as conn:
+            with self._writing() as conn:
                 candidate = conn.execute(
                     select(jobs.c.id)
                     .where(jobs.c.status == PENDING)
@@ -378,7 +455,7 @@ class JobQueue:
 
     def heartbeat(self, job_id: int, worker: str, log_tail: str) -> bool:
         """Record that `worker` still runs the job; False when the job is no longer its own (re-queued)."""
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             result = conn.execute(
                 update(jobs)
                 .where(jobs.c.id == job_id, jobs.c.worker == worker, jobs.c.status == RUNNING)
@@ -388,7 +465,7 @@ class JobQueue:
 
     def done_tasks(self, job_id: int) -> set[str]:
         """Tasks whose scores are stored for the job: a re-claimed job never redoes them."""
-        with self.engine.begin() as conn:
+        with self._reading() as conn:
             return set(conn.execute(select(job_tasks.c.task).where(job_tasks.c.job_id == job_id)).scalars())
 
     def record_task(
@@ -401,7 +478,7 @@ class JobQueue:
         strays = sorted({row.task for row in checked} - {task})
         if strays:
             raise ValueError(f"rows of task(s) {', '.join(strays)} cannot be stored as task {task}")
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             owned = conn.execute(
                 update(jobs)
                 .where(jobs.c.id == job_id, jobs.c.worker == worker, jobs.c.status == RUNNING)
@@ -436,7 +513,7 @@ class JobQueue:
         }
         if status == FAILED:
             values["active_key"] = None
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             result = conn.execute(
                 update(jobs)
                 .where(jobs.c.id == job_id, jobs.c.worker == worker, jobs.c.status == RUNNING)
@@ -449,7 +526,7 @@ class JobQueue:
         after MAX_ATTEMPTS claims such a job fails instead."""
         cutoff = self.now() - timedelta(seconds=timeout_s)
         stale = (jobs.c.status == RUNNING) & (jobs.c.heartbeat_at < cutoff)
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             ids = list(conn.execute(select(jobs.c.id).where(stale)).scalars())
             conn.execute(
                 update(jobs)
@@ -468,14 +545,14 @@ class JobQueue:
 
     def approve(self, job_id: int) -> bool:
         """Release a submitted metric's job to the workers."""
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             result = conn.execute(
                 update(jobs).where(jobs.c.id == job_id, jobs.c.status == AWAITING_APPROVAL).values(status=PENDING)
             )
         return result.rowcount == 1
 
     def reject(self, job_id: int, reason: str) -> bool:
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             result = conn.execute(
                 update(jobs)
                 .where(jobs.c.id == job_id, jobs.c.status == AWAITING_APPROVAL)
@@ -488,7 +565,7 @@ class JobQueue:
         query = select(deployment.c.value).where(deployment.c.key == name)
         for _ in range(SUBMIT_RETRIES):
             try:
-                with self.engine.begin() as conn:
+                with self._writing() as conn:
                     value = conn.execute(query).scalar()
                     if value is None:
                         value = secrets.token_hex(32)
@@ -499,7 +576,7 @@ class JobQueue:
         raise RuntimeError(f"could not read the deployment secret {name!r}")
 
     def is_empty(self) -> bool:
-        with self.engine.begin() as conn:
+        with self._reading() as conn:
             return conn.execute(select(func.count()).select_from(jobs)).scalar() == 0
 
     def finished_scores(self) -> list[FinishedScore]:
@@ -530,7 +607,7 @@ class JobQueue:
             .where(jobs.c.status == FINISHED)
             .order_by(jobs.c.id, pair_scores.c.id)
         )
-        with self.engine.begin() as conn:
+        with self._reading() as conn:
             read = [_stored_score(r) for r in conn.execute(query).mappings()]
         return StoredScores(
             [s for s in read if isinstance(s, FinishedScore)], [s for s in read if isinstance(s, InvalidScore)]
@@ -549,7 +626,7 @@ class JobQueue:
         if submission.duplicate:
             return submission
         job_id, worker = submission.job.id, f"import:{submitter}"
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             conn.execute(
                 update(jobs)
                 .where(jobs.c.id == job_id)
@@ -563,6 +640,6 @@ class JobQueue:
     def finished_fingerprint(self) -> tuple[int, int]:
         """Changes whenever a job finishes (the number of finished jobs and the newest finished id)."""
         query = select(func.count(), func.coalesce(func.max(jobs.c.id), 0)).where(jobs.c.status == FINISHED)
-        with self.engine.begin() as conn:
+        with self._reading() as conn:
             count, newest = conn.execute(query).one()
         return int(count), int(newest)

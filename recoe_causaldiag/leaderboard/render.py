@@ -13,11 +13,13 @@ from typing import Any
 from ..report import ci_bar_chart, format_number
 from ..statistics import ABOVE, ALPHA, BELOW, MIN_N_VALID
 from .board import Board, BoardRow, InvalidRow
-from .queue import Job
+from .queue import Job, JobPage
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 SHOWN_CHARS = 80
+QUEUE_LOG_CHARS = 600
+QUEUE_REASON_CHARS = 300
 INVALID_ROW = "invalid row"
 QUEUE_HEADERS = [
     "job",
@@ -45,6 +47,12 @@ def shown(text: object, limit: int = SHOWN_CHARS) -> str:
     characters become spaces, and text over `limit` characters is cut, ending in '…'."""
     line = _CONTROL.sub(" ", str(text))
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def shown_tail(text: str, limit: int) -> str:
+    """The end of stored text (a log's newest lines) for a table cell: its last `limit` characters, starting with
+    '…' when cut."""
+    return text if len(text) <= limit else "…" + text[1 - limit :]
 
 
 def plot_label(text: object) -> str:
@@ -157,6 +165,8 @@ def board_figure(board: Board, rows: Sequence[BoardRow]) -> Any:
 
 
 def queue_table(jobs: Sequence[Job]) -> list[list[Any]]:
+    """Jobs as Queue tab rows; a reason and a log tail are cut short, so a page of jobs stays a few kilobytes
+    whatever their logs hold."""
     return [
         [
             j.id,
@@ -168,11 +178,20 @@ def queue_table(jobs: Sequence[Job]) -> list[list[Any]]:
             ", ".join(j.request.metrics),
             j.submitter,
             f"{j.created_at:%Y-%m-%d %H:%M}",
-            j.reason,
-            j.log_tail[-600:],
+            shown(j.reason, QUEUE_REASON_CHARS),
+            shown_tail(j.log_tail, QUEUE_LOG_CHARS),
         ]
         for j in jobs
     ]
+
+
+def queue_summary(page: JobPage, submitter: str = "", status: str | None = None) -> str:
+    """'page P of N · T jobs' of a Queue tab page, then the filter it shows (the submitter made inert)."""
+    count = "1 job" if page.total == 1 else f"{page.total:,} jobs"
+    filters = [f"submitter {inert(submitter)}"] if submitter else []
+    if status:
+        filters.append(f"status {inert(status)}")
+    return " · ".join([f"page {page.page} of {page.pages}", count, *filters])
 
 
 def submission_message(job: Job, duplicate: bool) -> str:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 from sqlalchemy import (
     Column,
+    Connection,
     DateTime,
     Engine,
     Float,
@@ -16,6 +20,7 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     event,
+    make_url,
 )
 
 metadata = MetaData()
@@ -84,23 +89,98 @@ deployment = Table(
 )
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:
-    # Autocommit at the driver level so that every SQLAlchemy transaction starts with BEGIN IMMEDIATE below:
-    # writers then queue on busy_timeout instead of failing when a read snapshot turns stale under WAL.
-    dbapi_connection.isolation_level = None
-    cursor = dbapi_connection.cursor()
-    for pragma in ("journal_mode=WAL", "busy_timeout=60000", "foreign_keys=ON", "synchronous=NORMAL"):
-        cursor.execute(f"PRAGMA {pragma}")
-    cursor.close()
+READ_OPTION = "queue_read"
+"""Execution option of a connection that only reads: on SQLite it begins a deferred transaction, which takes no
+write lock, and waits at most the engine's read timeout for a lock held elsewhere."""
+WRITE_BUSY_TIMEOUT_MS = 60000
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for a SQLite or PostgreSQL URL, with the tables created if missing."""
+class QueueUnavailable(RuntimeError):
+    """The queue's database cannot be used: its file was removed or replaced while the app ran (a write would go
+    to a deleted file and be lost), or it is locked for longer than a read may wait (`QueueBusy`)."""
+
+
+class QueueBusy(QueueUnavailable):
+    """The queue's database was locked for longer than the read timeout: try again in a moment."""
+
+
+@dataclass(frozen=True)
+class DatabaseFile:
+    """The identity (device, inode) of the SQLite file an engine opened; every transaction checks it first."""
+
+    path: Path
+    identity: tuple[int, int]
+
+    @classmethod
+    def of(cls, path: Path) -> DatabaseFile:
+        stat = path.stat()
+        return cls(path, (stat.st_dev, stat.st_ino))
+
+    def check(self) -> None:
+        """Raise QueueUnavailable when the file is gone or is another file now."""
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            raise QueueUnavailable(
+                "the queue's database file was removed while the app ran; it accepts no work until it is restarted"
+            ) from None
+        if (stat.st_dev, stat.st_ino) != self.identity:
+            raise QueueUnavailable(
+                "the queue's database file was replaced while the app ran; it accepts no work until it is restarted"
+            )
+
+
+def _sqlite_pragmas(read_timeout_s: float):
+    """The settings of every new SQLite connection; it waits at most `read_timeout_s` for a lock while it sets
+    them (a writer's transaction waits longer, `_sqlite_begin`)."""
+
+    def connect(dbapi_connection, _record) -> None:
+        # Autocommit at the driver level so that every SQLAlchemy transaction starts with the BEGIN chosen in
+        # `_sqlite_begin`: writers queue on busy_timeout instead of failing when a read snapshot turns stale.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        for pragma in (
+            f"busy_timeout={int(read_timeout_s * 1000)}",
+            "journal_mode=WAL",
+            "foreign_keys=ON",
+            "synchronous=NORMAL",
+        ):
+            cursor.execute(f"PRAGMA {pragma}")
+        cursor.close()
+
+    return connect
+
+
+def _sqlite_begin(database: DatabaseFile, read_timeout_s: float):
+    """The BEGIN of every SQLite transaction, after checking the file is still the one opened: a reader's is
+    deferred (no write lock) and waits at most `read_timeout_s` for a lock; a writer's is IMMEDIATE."""
+    read_ms = int(read_timeout_s * 1000)
+
+    def begin(conn: Connection) -> None:
+        database.check()
+        if conn.get_execution_options().get(READ_OPTION):
+            conn.exec_driver_sql(f"PRAGMA busy_timeout={read_ms}")
+            conn.exec_driver_sql("BEGIN")
+        else:
+            conn.exec_driver_sql(f"PRAGMA busy_timeout={WRITE_BUSY_TIMEOUT_MS}")
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return begin
+
+
+def make_engine(url: str, read_timeout_s: float = 5.0) -> Engine:
+    """An engine for a SQLite or PostgreSQL URL, with the tables created if missing; a SQLite engine refuses every
+    transaction once its file is removed or replaced (`DatabaseFile`)."""
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     engine = create_engine(url, pool_pre_ping=True)
     if engine.dialect.name == "sqlite":
-        event.listen(engine, "connect", _sqlite_pragmas)
-        event.listen(engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
+        event.listen(engine, "connect", _sqlite_pragmas(read_timeout_s))
+        with engine.connect():  # makes the file, so that its identity can be taken
+            pass
+        database = make_url(url).database
+        if not database or database == ":memory:":
+            raise ValueError("the queue needs a SQLite file (an in-memory database is lost with its connection)")
+        event.listen(engine, "begin", _sqlite_begin(DatabaseFile.of(Path(database).expanduser()), read_timeout_s))
     metadata.create_all(engine)
     return engine

@@ -10,8 +10,10 @@ from pathlib import Path
 
 from ..paths import staged_folder
 from .board import Board, BoardCache
+from .metric_sandbox import host_containment
 from .queue import METRIC_JOB, JobQueue, RateLimited, Submission
 from .render import rejection_message, submission_message
+from .schema import QueueUnavailable
 from .seed import seed_if_empty
 from .settings import LeaderboardSettings
 from .validation import (
@@ -78,7 +80,7 @@ class Leaderboard:
     boards: BoardCache = field(init=False)
 
     def __post_init__(self) -> None:
-        self.queue = JobQueue.open(self.settings.db_url)
+        self.queue = JobQueue.open(self.settings.db_url, self.settings.queue_read_timeout_s)
         self.boards = BoardCache(self.queue)
         seed_if_empty(self.queue, self.settings.seed_results)
 
@@ -95,6 +97,11 @@ class Leaderboard:
     def board(self) -> Board:
         return self.boards.get()
 
+    def containment_status(self) -> str:
+        """How submitted metrics are contained on this host: every layer, or which are missing and whether the
+        operator allows running them so (the Queue tab shows it)."""
+        return host_containment().describe(self.settings.allow_reduced_containment)
+
     def _enqueue(self, build_request, submitter: str) -> Submission:
         submitter = check_submitter(submitter)
         request = build_request()
@@ -102,7 +109,7 @@ class Leaderboard:
             return self.queue.submit(
                 request, submitter, pair_cap=self.settings.pair_cap, hourly_limit=self.settings.rate_limit_per_hour
             )
-        except RateLimited as err:
+        except (RateLimited, QueueUnavailable) as err:
             raise Rejected(str(err)) from None
 
     def submit_model(

@@ -20,6 +20,9 @@ ADMIN_TOKEN_ENV = "CAUSALDIAG_ADMIN_TOKEN"
 SEED_RESULTS_ENV = "CAUSALDIAG_SEED_RESULTS"
 LOCAL_MODEL_ROOTS_ENV = "CAUSALDIAG_LOCAL_MODEL_ROOTS"
 SANDBOX_USER_ENV = "CAUSALDIAG_SANDBOX_USER"
+JOB_TIME_LIMIT_ENV = "CAUSALDIAG_JOB_TIME_LIMIT"
+QUEUE_READ_TIMEOUT_ENV = "CAUSALDIAG_QUEUE_READ_TIMEOUT"
+ALLOW_REDUCED_ENV = "CAUSALDIAG_ALLOW_REDUCED_CONTAINMENT"
 
 SECRET_ENV_VARS = (DB_ENV, ADMIN_TOKEN_ENV, "DATABASE_URL", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 
@@ -51,7 +54,11 @@ class LeaderboardSettings:
     ``metric_time_limit_s`` the wall-clock limit of a submitted metric's process, ``admin_token`` the
     secret that approves submitted metrics (None: nobody can approve), ``seed_results`` a results file
     loaded into an empty board, ``local_model_roots`` the folders under which local model paths are accepted,
-    ``sandbox_user`` the user that submitted metrics run as (None: the app's own user).
+    ``sandbox_user`` the user that submitted metrics run as (None: the app's own user), ``job_time_limit_s`` the
+    wall-clock limit of every job (a job past it is FAILED and the worker moves on), ``queue_read_timeout_s`` how
+    long a read of a SQLite queue waits for a lock held elsewhere before it answers "queue busy",
+    ``allow_reduced_containment`` whether submitted metrics run on a host that lacks some containment layer
+    (`metric_sandbox.host_containment`; the queue's status names the missing ones).
     """
 
     db_url: str
@@ -64,6 +71,9 @@ class LeaderboardSettings:
     seed_results: Path | None = None
     local_model_roots: tuple[Path, ...] = ()
     sandbox_user: str | None = None
+    job_time_limit_s: int = 6 * 3600
+    queue_read_timeout_s: float = 5.0
+    allow_reduced_containment: bool = False
 
     @property
     def database_files(self) -> tuple[Path, ...]:
@@ -95,4 +105,7 @@ class LeaderboardSettings:
             local_model_roots=tuple(Path(p).expanduser() for p in roots.split(os.pathsep) if p.strip())
             or (cache_root() / "models",),
             sandbox_user=os.environ.get(SANDBOX_USER_ENV, "").strip() or None,
+            job_time_limit_s=_int_env(JOB_TIME_LIMIT_ENV, 6 * 3600) or 6 * 3600,
+            queue_read_timeout_s=_int_env(QUEUE_READ_TIMEOUT_ENV, 5) or 5,
+            allow_reduced_containment=os.environ.get(ALLOW_REDUCED_ENV, "").strip() == "1",
         )

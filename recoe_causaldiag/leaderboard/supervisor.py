@@ -3,14 +3,16 @@ process of it behind, whatever the metric starts.
 
 It makes itself a child subreaper (`PR_SET_CHILD_SUBREAPER`), so every process the metric starts and orphans,
 `setsid()` or double fork included, becomes its child rather than init's; when the metric exits or its time is up,
-it kills its children until none is left. Where it may (as root), it first moves into a new network namespace,
-which holds only a loopback that is down: the metric can reach no address by any protocol (TCP, UDP, unix sockets
-in the abstract namespace), the worker's own ports included. The metric's output goes to the files the worker gave
+it kills its children until none is left. Where it may (as root), it first unshares namespaces (`NAMESPACES`):
+a network namespace, which holds only a loopback that is down, so the metric can reach no address by any protocol
+(TCP, UDP, unix sockets in the abstract namespace), the worker's own ports included; and a PID namespace, in which
+the metric is process 1 and sees no process outside it (it cannot name the app's processes, let alone signal them),
+and whose every process the kernel kills when the metric ends. The metric's output goes to the files the worker gave
 this process, never to pipes the worker waits on, so nothing the metric leaves can hold the worker.
 
-Run as ``python -m recoe_causaldiag.leaderboard.supervisor STATUS.json LIMIT_S UID GID NETNS -- COMMAND...``
-(UID and GID -1 to keep the worker's; NETNS 1 to ask for a network namespace); STATUS receives
-``{"returncode", "timed_out", "network_namespace", "killed"}``.
+Run as ``python -m recoe_causaldiag.leaderboard.supervisor STATUS.json LIMIT_S UID GID NAMESPACES -- COMMAND...``
+(UID and GID -1 to keep the worker's; NAMESPACES the ones to make, comma-separated, or "none"); STATUS receives
+``{"returncode", "timed_out", "namespaces", "killed"}``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 _PR_SET_CHILD_SUBREAPER = 36
-_CLONE_NEWNET = 0x40000000
+NAMESPACES = {"network": 0x40000000, "pid": 0x20000000}
+"""The namespaces the supervisor makes where it may, by name, with their `unshare` flags."""
 KILL_ROUNDS_S = 10.0
 
 
@@ -39,9 +42,22 @@ def become_subreaper() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
 
 
-def enter_network_namespace() -> bool:
-    """Move this process (and what it starts) into a new, empty network namespace; False where it may not."""
-    return _libc().unshare(_CLONE_NEWNET) == 0
+def enter_namespaces(names: Sequence[str]) -> tuple[str, ...]:
+    """Unshare the named `NAMESPACES` (the PID namespace takes effect for the processes started after this); the
+    ones made: each on its own, so one the kernel refuses leaves the others."""
+    return tuple(name for name in names if _libc().unshare(NAMESPACES[name]) == 0)
+
+
+def available_namespaces() -> tuple[str, ...]:
+    """The `NAMESPACES` this process may make (tried in a forked child, which exits at once)."""
+    found = []
+    for name in NAMESPACES:
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if enter_namespaces((name,)) else 1)
+        if os.waitpid(pid, 0)[1] == 0:
+            found.append(name)
+    return tuple(found)
 
 
 def children(pid: int) -> list[int]:
@@ -89,10 +105,11 @@ def kill_descendants() -> int:
     return killed
 
 
-def supervise(command: Sequence[str], limit_s: float, uid: int, gid: int, network_namespace: bool) -> dict:
-    """Run `command` (as `uid`/`gid` when not -1) for at most `limit_s` seconds, then kill everything it left."""
+def supervise(command: Sequence[str], limit_s: float, uid: int, gid: int, namespaces: Sequence[str]) -> dict:
+    """Run `command` (as `uid`/`gid` when not -1, in the `namespaces` this process may make) for at most `limit_s`
+    seconds, then kill everything it left."""
     become_subreaper()
-    isolated = network_namespace and enter_network_namespace()
+    made = enter_namespaces(namespaces)
     identity = {"user": uid, "group": gid, "extra_groups": []} if uid >= 0 else {}
     child = subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True, **identity)
     try:
@@ -102,14 +119,15 @@ def supervise(command: Sequence[str], limit_s: float, uid: int, gid: int, networ
     killed = kill_descendants()
     if timed_out:
         child.wait()
-    return {"returncode": returncode, "timed_out": timed_out, "network_namespace": isolated, "killed": killed}
+    return {"returncode": returncode, "timed_out": timed_out, "namespaces": list(made), "killed": killed}
 
 
 def main(argv: Sequence[str]) -> int:
-    status_path, limit_s, uid, gid, netns, separator, *command = argv
+    status_path, limit_s, uid, gid, namespaces, separator, *command = argv
     if separator != "--" or not command:
-        raise SystemExit("usage: supervisor STATUS LIMIT_S UID GID NETNS -- COMMAND...")
-    status = supervise(command, float(limit_s), int(uid), int(gid), netns == "1")
+        raise SystemExit("usage: supervisor STATUS LIMIT_S UID GID NAMESPACES -- COMMAND...")
+    names = () if namespaces == "none" else tuple(namespaces.split(","))
+    status = supervise(command, float(limit_s), int(uid), int(gid), names)
     Path(status_path).write_text(json.dumps(status), encoding="utf-8")
     return 0
 

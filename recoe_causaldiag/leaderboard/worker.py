@@ -3,12 +3,13 @@ the task is done (so a re-claimed job never redoes it), and ends each job FINISH
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
+import re
 import socket
 import threading
 import time
-import traceback
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,8 +19,9 @@ from typing import Any
 from ..api.instance import VariantScores
 from ..api.rows import PairScoreRow
 from ..api.run_spec import RunSpec
+from ..models import PACKAGED_MODELS, verify_packaged_model
 from ..task_pairs import default_data_dir, iter_task_pairs
-from .metric_sandbox import score_submitted_metric
+from .metric_sandbox import host_containment, score_submitted_metric
 from .queue import METRIC_JOB, Job, JobQueue, tail
 from .settings import LeaderboardSettings
 
@@ -59,7 +61,8 @@ class LibraryTaskRunner:
     only, so model jobs do not score the swapped roles (a results file from `causaldiag run` carries them).
 
     The last loaded model is kept, so consecutive tasks and jobs of one model load it once; the model loader
-    puts it on CUDA when present.
+    puts it on CUDA when present. Before each task, a packaged model's converted cache is checked file by file
+    against its recorded sha256 (`verify_packaged_model`); a corrupted one is rebuilt and reloaded, never scored.
     """
 
     def __init__(self, settings: LeaderboardSettings, data_dir: Path | None = None) -> None:
@@ -80,6 +83,9 @@ class LibraryTaskRunner:
         return self._loaded[1]
 
     def __call__(self, job: Job, task: str, write: Callable[[str], None]) -> TaskOutcome:
+        if job.request.model in PACKAGED_MODELS and not verify_packaged_model(job.request.model):
+            self._loaded = None
+            write(f"the converted cache of {job.request.model} failed its sha256 check and was rebuilt")
         if job.request.kind == METRIC_JOB:
             return self._submitted_metric(job, task, write)
         from ..runner import score_run
@@ -107,6 +113,7 @@ class LibraryTaskRunner:
     def _submitted_metric(self, job: Job, task: str, write: Callable[[str], None]) -> TaskOutcome:
         (task_pairs,) = iter_task_pairs((task,), self.data_dir, limit=job.pair_cap, seed=0)
         write(f"{task}: scoring {len(task_pairs.pairs)} pairs with the submitted metric in an isolated process")
+        write(host_containment().describe(self.settings.allow_reduced_containment))
         scored = score_submitted_metric(
             job.request.metric_source or "",
             job.request.model,
@@ -115,6 +122,7 @@ class LibraryTaskRunner:
             secrets=(self.settings.db_url, self.settings.admin_token or ""),
             user=self.settings.sandbox_user,
             protected=self.settings.database_files,
+            allow_reduced=self.settings.allow_reduced_containment,
         )
         scores = VariantScores(scored.variant, scored.faithful, scored.unfaithful)
         return TaskOutcome(task_pairs.dataset.version, task_pairs.score_rows(job.request.metrics[0], scores))
@@ -150,6 +158,9 @@ class Worker:
                 stop.wait(poll_s)
 
     def _execute(self, job: Job) -> None:
+        """Run the job's tasks in a thread of their own, for at most the settings' `job_time_limit_s`: a job past
+        it is FAILED with that reason, its heart stops, its runner is interrupted (`interrupt`) and the worker
+        moves on; a runner that cannot be interrupted can no longer store anything, since the job is not RUNNING."""
         job_log, lost, done_beating = JobLog(), threading.Event(), threading.Event()
         job_log.write(f"worker {self.name} claimed job {job.id} (attempt {job.attempts})")
 
@@ -165,7 +176,26 @@ class Worker:
                     return
 
         heart = threading.Thread(target=beat, name=f"heartbeat-{job.id}", daemon=True)
+        ended: list[BaseException | None] = []
+        runner = threading.Thread(
+            target=self._run_tasks, args=(job, job_log, lost, ended), name=f"job-{job.id}", daemon=True
+        )
         heart.start()
+        runner.start()
+        try:
+            runner.join(self.settings.job_time_limit_s)
+            done_beating.set()
+            if runner.is_alive():
+                self._time_out(job, job_log, runner)
+            elif ended and ended[0] is not None:
+                self._fail(job, job_log, ended[0])
+        finally:
+            done_beating.set()
+            heart.join()
+
+    def _run_tasks(self, job: Job, job_log: JobLog, lost: threading.Event, ended: list[BaseException | None]) -> None:
+        """Run and store each task not stored yet, then finish the job; what ended it goes to `ended` (None: it
+        finished or was lost to another worker)."""
         try:
             done = self.queue.done_tasks(job.id)
             for task in job.request.tasks:
@@ -178,19 +208,65 @@ class Worker:
                     job.id, self.name, task, outcome.dataset_version, time.perf_counter() - started, outcome.rows
                 ):
                     log.warning(
-                        "worker %s lost job %s to another worker; its result for %s is dropped", self.name, job.id, task
+                        "worker %s lost job %s (re-queued or past its time limit); its result for %s is dropped",
+                        self.name,
+                        job.id,
+                        task,
                     )
+                    ended.append(None)
                     return
                 job_log.write(f"{task}: {len(outcome.rows)} per-pair scores stored")
-            done_beating.set()
             self.queue.finish(job.id, self.name, job_log.text())
-        except Exception as err:
-            done_beating.set()
-            job_log.write("".join(traceback.format_exception(err)).rstrip())
-            self.queue.fail(job.id, self.name, f"{type(err).__name__}: {err}"[:2000], job_log.text())
-        finally:
-            done_beating.set()
-            heart.join()
+            ended.append(None)
+        except BaseException as err:  # JobTimedOut, injected by `interrupt`, is a BaseException too
+            ended.append(err)
+
+    def _fail(self, job: Job, job_log: JobLog, err: BaseException) -> None:
+        """End the job FAILED with a short, path-free public reason; the traceback goes to the server's log only."""
+        reason = public_reason(err)
+        log.error("job %s failed on worker %s", job.id, self.name, exc_info=err)
+        job_log.write(f"failed: {reason}")
+        self.queue.fail(job.id, self.name, reason, job_log.text())
+
+    def _time_out(self, job: Job, job_log: JobLog, runner: threading.Thread) -> None:
+        limit = self.settings.job_time_limit_s
+        reason = f"the job exceeded its wall-clock limit of {limit} s"
+        job_log.write(f"failed: {reason}")
+        self.queue.fail(job.id, self.name, reason, job_log.text())
+        interrupt(runner)
+        runner.join(INTERRUPT_GRACE_S)
+        if runner.is_alive():
+            log.error(
+                "job %s: its runner thread did not stop %s s after its time limit; the worker moves on, and the "
+                "thread can store nothing (the job is FAILED)",
+                job.id,
+                INTERRUPT_GRACE_S,
+            )
+
+
+class JobTimedOut(BaseException):
+    """Raised inside a job's runner thread when the job is past its wall-clock limit (a BaseException, so the
+    `except Exception` of the code it interrupts does not swallow it)."""
+
+
+INTERRUPT_GRACE_S = 10.0
+"""How long the worker waits for a timed-out runner to stop before it moves on without it."""
+PATH = re.compile(r"(?<![\w.~-])(?:/[^\s/:'\"]+)+/?")
+PUBLIC_REASON_CHARS = 300
+
+
+def interrupt(thread: threading.Thread) -> None:
+    """Raise JobTimedOut in `thread` at its next Python instruction (a long native call, such as one model
+    forward pass, ends first)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident or 0), ctypes.py_object(JobTimedOut))
+
+
+def public_reason(err: BaseException) -> str:
+    """Why a job failed, as everyone may read it: the error's kind and first line, every file path shortened to
+    its last name, at most PUBLIC_REASON_CHARS characters."""
+    first = (str(err).strip().splitlines() or [""])[0]
+    text = PATH.sub(lambda m: Path(m.group(0)).name or "…", f"{type(err).__name__}: {first}".rstrip(": "))
+    return text if len(text) <= PUBLIC_REASON_CHARS else text[: PUBLIC_REASON_CHARS - 1] + "…"
 
 
 def start_worker_thread(worker: Worker, poll_s: float = 2.0) -> tuple[threading.Thread, threading.Event]:
