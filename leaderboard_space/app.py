@@ -85,6 +85,12 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
         """What the Previous (-1) or Next (+1) button shows: the page `step` pages away from the current one."""
         return lambda submitter, status, page: show_queue(submitter, status, int(page or 1) + step)
 
+    def review_metric(job_id: float | None, token: str, request: gr.Request) -> str:
+        return leaderboard.review_metric(int(job_id or 0), token, submitter_of(request))
+
+    def approve_metric(job_id: float | None, token: str, sha256: str, request: gr.Request) -> str:
+        return leaderboard.approve_metric(int(job_id or 0), token, sha256, submitter_of(request))
+
     def submit_model(
         model: str, revision: str, precision: str, tasks: list[str], metrics: list[str], request: gr.Request
     ) -> str:
@@ -145,14 +151,17 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
                 metric_answer,
                 api_name="submit_metric",
             )
-            with gr.Accordion("Admin: approve a submitted metric", open=False):
-                job_id = gr.Number(label="Job", precision=0)
-                token = gr.Textbox(label="Admin token", type="password")
-                approve = gr.Button("Approve")
-                approved = gr.Markdown()
-                approve.click(
-                    lambda j, t: leaderboard.approve_metric(int(j or 0), t), [job_id, token], approved, api_name=False
-                )
+            with gr.Accordion("Admin: review and approve a submitted metric", open=False):
+                with gr.Row():
+                    job_id = gr.Number(label="Job", precision=0, elem_id="admin-job")
+                    token = gr.Textbox(label="Admin token", type="password", elem_id="admin-token")
+                review = gr.Button("Review the module", elem_id="admin-review")
+                source = gr.Code(label="Module source and sha256", interactive=False, elem_id="admin-source")
+                sha256 = gr.Textbox(label="sha256 of the reviewed module", elem_id="admin-sha256")
+                approve = gr.Button("Approve exactly this module", elem_id="admin-approve")
+                approved = gr.Markdown(elem_id="admin-answer")
+                review.click(review_metric, [job_id, token], source, api_name=False)
+                approve.click(approve_metric, [job_id, token, sha256], approved, api_name=False)
         with gr.Tab("Queue", elem_id="tab-queue"):
             gr.Markdown(leaderboard.containment_status(), elem_id="queue-containment")
             with gr.Row():
@@ -186,7 +195,9 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
 
 
 def main() -> None:
-    leaderboard = Leaderboard(LeaderboardSettings.from_env())
+    settings = LeaderboardSettings.from_env()
+    os.environ["FORWARDED_ALLOW_IPS"] = ",".join(settings.trusted_proxies)  # uvicorn trusts 127.0.0.1 by default
+    leaderboard = Leaderboard(settings)
     leaderboard.start_worker()
     build(leaderboard).queue().launch(
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), server_port=int(os.environ.get("PORT", "7860"))

@@ -26,6 +26,7 @@ from recoe_causaldiag.leaderboard import metric_sandbox, service, worker
 from recoe_causaldiag.leaderboard.board import compute_board
 from recoe_causaldiag.leaderboard.integrity import SAFE_NAME, InvalidData, check_name
 from recoe_causaldiag.leaderboard.metric_sandbox import MetricRunError, read_answer
+from recoe_causaldiag.leaderboard.module_source import ModuleSource
 from recoe_causaldiag.leaderboard.queue import FAILED, METRIC_JOB, MODEL_JOB, FinishedScore, JobQueue, JobRequest
 from recoe_causaldiag.leaderboard.render import INVALID_ROW, board_figure, board_table, matching_rows
 from recoe_causaldiag.leaderboard.service import Leaderboard
@@ -156,7 +157,7 @@ def test_a_submitted_metric_returning_infinite_scores_fails_its_job_and_stores_n
         METRIC_JOB, "org/model", "main", "auto", "ice", "synthetic", ("factcheck",), ("hostile",), str(module)
     )
     job = queue.submit(hostile, "alice", pair_cap=None).job
-    assert queue.approve(job.id)
+    assert queue.approve(job.id, ModuleSource.read(module).sha256)
     ended = worker.Worker(queue, settings).run_once()
     assert (ended.id, ended.status) == (job.id, FAILED)
     assert ended.reason == "MetricRunError: the submitted metric returned an invalid answer: score 0 is infinite"
@@ -337,7 +338,7 @@ def test_a_host_missing_a_containment_layer_runs_no_metric_unless_the_operator_a
     reduced = metric_sandbox.Containment(tuple(layer for layer in metric_sandbox.LAYERS if layer != "pid namespace"))
     monkeypatch.setattr(metric_sandbox, "host_containment", lambda: reduced)
     monkeypatch.setattr(service, "host_containment", lambda: reduced)
-    monkeypatch.setattr(metric_sandbox, "_stage", lambda source, scratch: pytest.fail("staged a refused metric"))
+    monkeypatch.setattr(metric_sandbox, "_stage", lambda *args: pytest.fail("staged a refused metric"))
     with pytest.raises(MetricRunError, match=r"reduced on this host \(missing: pid namespace\)"):
         metric_sandbox.score_submitted_metric(
             str(tmp_path), "smollm2-135m-instruct", [pair(0)], time_limit_s=5, secrets=()
@@ -348,3 +349,22 @@ def test_a_host_missing_a_containment_layer_runs_no_metric_unless_the_operator_a
     assert full.missing == () and full.describe(False).startswith("Submitted metrics run fully contained")
     settings = LeaderboardSettings(db_url=f"sqlite:///{tmp_path / 'q.sqlite'}", allow_reduced_containment=True)
     assert "as the operator allows" in Leaderboard(settings).containment_status()
+
+
+def test_a_module_changed_after_its_approval_is_never_run(tmp_path, monkeypatch):
+    module = tmp_path / "reviewed"
+    module.mkdir()
+    (module / "reviewed.py").write_text("# the reviewed module\n")
+    approved = ModuleSource.read(module).sha256
+    (module / "reviewed.py").write_text("# swapped after the review\n")
+    monkeypatch.setattr(metric_sandbox, "_run_child", lambda *args: pytest.fail("ran a module that was not approved"))
+    with pytest.raises(MetricRunError, match="not the one the admin approved"):
+        metric_sandbox.score_submitted_metric(
+            str(module),
+            "smollm2-135m-instruct",
+            [pair(0)],
+            time_limit_s=5,
+            secrets=(),
+            sha256=approved,
+            allow_reduced=True,
+        )

@@ -281,7 +281,9 @@ def test_metric_jobs_wait_for_approval(db_url):
     )
     job = queue.submit(request, "alice", pair_cap=None).job
     assert job.status == AWAITING_APPROVAL and queue.claim("w") is None
-    assert queue.approve(job.id) and queue.get(job.id).status == PENDING and queue.claim("w").id == job.id
+    assert queue.approve(job.id, "ab" * 32) and queue.get(job.id).status == PENDING
+    claimed = queue.claim("w")
+    assert (claimed.id, claimed.approved_sha256) == (job.id, "ab" * 32), "the worker learns the approved hash"
 
 
 SUBMITTED_METRIC = submitted_module(

@@ -73,9 +73,16 @@ def test_submit_default_model_reaches_finished_and_the_board(space_url):
 
     def finished():
         table = client.predict("", "all", 1, api_name="/queue_status")
-        row = dict(zip(table["headers"], table["data"][0]))
+        row = dict(zip(table["headers"], table["data"][-1]))
         assert row["status"] != "FAILED", row
         return row if row["status"] == "FINISHED" else None
+
+    spoofed = Client(space_url, verbose=False, headers={"X-Forwarded-For": "203.0.113.7"})
+    answer = spoofed.predict("smollm2-135m-instruct", "main", "auto", ["analogy"], ["random"], api_name="/submit_model")
+    assert answer.startswith("Submitted: job **#2**"), answer
+    table = client.predict("", "all", 1, api_name="/queue_status")
+    submitters = {row[table["headers"].index("job")]: row[table["headers"].index("submitter")] for row in table["data"]}
+    assert submitters[1] == submitters[2], "no proxy is trusted: a forged X-Forwarded-For changes no identity"
 
     row = wait_for(finished, 240, "job 1 to finish", poll_s=3)
     assert row["model"] == "smollm2-135m-instruct" and "per-pair scores stored" in row["log tail"]

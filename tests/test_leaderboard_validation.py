@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import re
+from pathlib import Path
 
 import pytest
 
 from recoe_causaldiag.api.rows import PairScoreRow
 from recoe_causaldiag.leaderboard.board import compute_board
 from recoe_causaldiag.leaderboard.export import write_export
+from recoe_causaldiag.leaderboard.integrity import public_model_name
+from recoe_causaldiag.leaderboard.module_source import ModuleSource
 from recoe_causaldiag.leaderboard.queue import FinishedScore, JobQueue
-from recoe_causaldiag.leaderboard.render import board_table, inert, submission_message
+from recoe_causaldiag.leaderboard.render import board_table, inert, queue_table, submission_message
 from recoe_causaldiag.leaderboard.seed import seed_if_empty
-from recoe_causaldiag.leaderboard.service import MAX_UPLOAD_BYTES, Leaderboard
+from recoe_causaldiag.leaderboard.service import MAX_ADMIN_FAILURES, MAX_UPLOAD_BYTES, Leaderboard
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 from recoe_causaldiag.leaderboard.validation import Rejected, model_request
 from recoe_causaldiag.paths import cache_root
@@ -118,9 +122,20 @@ def test_metric_submission_waits_for_the_admin_token(settings, tmp_path):
     board = Leaderboard(LeaderboardSettings(**{**settings.__dict__, "admin_token": "s3cret"}))
     answer = board.submit_metric("my_metric", "", [module], "smollm2-135m-instruct", ["factcheck"], "alice")
     assert "**AWAITING_APPROVAL**" in answer and "after an admin approves" in answer
-    assert "Rejected: wrong admin token" in board.approve_metric(1, "guess")
-    assert board.approve_metric(1, "s3cret") == "Approved: job #1 is PENDING."
-    assert board.approve_metric(7, "s3cret") == "Rejected: there is no job #7."
+    assert "Rejected: wrong admin token" in board.review_metric(1, "guess", "mallory")
+    listing = board.review_metric(1, "s3cret", "admin")
+    sha256 = ModuleSource.read(module.parent).sha256
+    assert (
+        listing.startswith(f"sha256 {sha256}")
+        and "===== my_metric.py (21 bytes) =====\n# an evaluate module" in listing
+    )
+    assert "Rejected: wrong admin token" in board.approve_metric(1, "guess", sha256, "mallory")
+    assert "not the one given" in board.approve_metric(1, "s3cret", "0" * 64, "admin")
+    assert board.approve_metric(1, "s3cret", sha256, "admin") == (
+        f"Approved: job #1 is PENDING (module sha256 {sha256[:12]}…)."
+    )
+    assert board.queue.get(1).approved_sha256 == sha256
+    assert board.approve_metric(7, "s3cret", sha256, "admin") == "Rejected: there is no job #7."
     escape = "../../../../escape"
     assert "lowercase letters, digits" in board.submit_metric(
         escape, "", [module], "smollm2-135m-instruct", ["factcheck"], "bob"
@@ -346,3 +361,50 @@ def test_space_bundle_is_standalone_and_the_worker_refuses_a_password_on_its_com
     assert main(["space-bundle", "--repo", str(repo), "--out", str(out)]) == 1, "never overwrites a bundle"
     assert main(["worker", "--db", "postgresql://bench:hunter2@127.0.0.1/db", "--once"]) == 2
     assert "must not hold a password" in capsys.readouterr().err
+
+
+def test_wrong_admin_tokens_lock_the_client_out_and_are_logged(settings, caplog):
+    board = Leaderboard(LeaderboardSettings(**{**settings.__dict__, "admin_token": "s3cret"}))
+    with caplog.at_level(logging.WARNING, logger="recoe_causaldiag.leaderboard.service"):
+        for guess in range(MAX_ADMIN_FAILURES):
+            assert "wrong admin token" in board.approve_metric(1, f"guess{guess}", "", "mallory")
+        assert "too many wrong admin tokens" in board.approve_metric(1, "s3cret", "", "mallory"), (
+            "locked out: even the right token is not compared"
+        )
+    assert caplog.text.count("wrong admin token from mallory") == MAX_ADMIN_FAILURES
+    assert "mallory is locked out" in caplog.text
+    assert board.approve_metric(1, "s3cret", "", "admin") == "Rejected: there is no job #1.", "others are not locked"
+
+
+def test_a_metric_name_belongs_to_its_first_submitter(settings, tmp_path):
+    module = tmp_path / "upload" / "shared_name.py"
+    module.parent.mkdir()
+    module.write_text("# the first author's module\n")
+    board = Leaderboard(settings)
+    assert "AWAITING_APPROVAL" in board.submit_metric(
+        "shared_name", "", [module], "smollm2-135m-instruct", ["factcheck"], "alice"
+    )
+    module.write_text("# another author's module of the same name\n")
+    refused = board.submit_metric("shared_name", "", [module], "smollm2-135m-instruct", ["factcheck"], "bob")
+    assert "belongs to another submitter" in refused.replace("\\", "") and len(board.queue.jobs()) == 1
+    assert "AWAITING_APPROVAL" in board.submit_metric(
+        "shared_name", "", [module], "smollm2-135m-instruct", ["analogy"], "alice"
+    ), "its owner may submit it again"
+
+
+def test_aliases_of_one_local_model_are_one_request_shown_by_name_only(settings, tmp_path):
+    folder = local_model(settings, "tiny", {"model_type": "llama"})
+    root = settings.local_model_roots[0]
+    aliases = [folder, f"/{folder}", f"{root}/./tiny", f"{root}/../models/tiny", f"{folder}/"]
+    requests = {model_request(alias, "main", "auto", ["factcheck"], ["random"], settings) for alias in aliases}
+    assert len(requests) == 1 and next(iter(requests)).model == str(Path(folder).resolve())
+    board = Leaderboard(LeaderboardSettings(**{**settings.__dict__, "rate_limit_per_hour": 10}))
+    answers = [board.submit_model(alias, "main", "auto", ["factcheck"], ["random"], "alice") for alias in aliases]
+    assert answers[0].startswith("Submitted") and all(a.startswith("An identical request") for a in answers[1:])
+    assert all(str(tmp_path) not in a.replace("\\", "") for a in answers)
+    shown = public_model_name(str(Path(folder).resolve()))
+    assert re.fullmatch(r"local:tiny-[0-9a-f]{6}", shown) and queue_table(board.queue.jobs())[0][2] == shown
+    outside = "local model folders must lie under this deployment's model folders"
+    with pytest.raises(Rejected, match=outside) as refused:
+        model_request(f"{root}/../../etc", "main", "auto", ["factcheck"], ["random"], settings)
+    assert str(tmp_path) not in str(refused.value)

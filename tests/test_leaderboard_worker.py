@@ -9,15 +9,17 @@ import pytest
 from recoe_causaldiag.api.run_spec import RunSpec
 from recoe_causaldiag.hub_layout import load_pairs
 from recoe_causaldiag.leaderboard import worker
-from recoe_causaldiag.leaderboard.metric_sandbox import SubmittedScores
+from recoe_causaldiag.leaderboard.metric_sandbox import MetricRunError, SubmittedScores
 from recoe_causaldiag.leaderboard.queue import METRIC_JOB, MODEL_JOB, Job, JobRequest, utc_now
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 from recoe_causaldiag.runner import run
 from recoe_causaldiag.task_pairs import select_pairs
 
 
-def running(job_id: int, request: JobRequest, pair_cap: int) -> Job:
-    return Job(job_id, request, pair_cap, "alice", "RUNNING", "", "", "w", 1, utc_now(), None, None, None)
+def running(job_id: int, request: JobRequest, pair_cap: int, approved_sha256: str | None = None) -> Job:
+    return Job(
+        job_id, request, pair_cap, "alice", "RUNNING", "", "", "w", 1, utc_now(), None, None, None, approved_sha256
+    )
 
 
 def test_model_jobs_store_the_rows_a_run_writes(default_lm, factcheck_dir, tmp_path):
@@ -47,6 +49,7 @@ def test_model_jobs_store_the_rows_a_run_writes(default_lm, factcheck_dir, tmp_p
 
 def test_submitted_metric_jobs_make_rows_with_the_same_functions(factcheck_dir, tmp_path, monkeypatch):
     def sandbox(source, model, pairs, **limits):
+        assert limits["sha256"] == "ab" * 32, "the sandbox runs the approved module only"
         return SubmittedScores(
             "length",
             np.array([len(p.explanation_faithful) for p in pairs], float),
@@ -68,7 +71,9 @@ def test_submitted_metric_jobs_make_rows_with_the_same_functions(factcheck_dir, 
         ("my_metric",),
         "/tmp/my_metric",
     )
-    outcome = runner(running(2, request, 4), "factcheck", lambda line: None)
+    with pytest.raises(MetricRunError, match="no approved module hash"):
+        runner(running(2, request, 4), "factcheck", lambda line: None)
+    outcome = runner(running(2, request, 4, "ab" * 32), "factcheck", lambda line: None)
     pairs = select_pairs(load_pairs(factcheck_dir), 4, 0)
     assert [row.pair_id for row in outcome.rows] == [p.id for p in pairs] and outcome.dataset_version == "1.2.0"
     assert {(row.task, row.metric, row.variant) for row in outcome.rows} == {("factcheck", "my_metric", "length")}

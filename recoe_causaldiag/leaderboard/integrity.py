@@ -6,11 +6,13 @@ may be huge, hold markup or a server path), so the reason can be shown publicly 
 
 from __future__ import annotations
 
+import hashlib
 import math
 import numbers
 import re
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -103,3 +105,12 @@ def stored_row(stored: Mapping[str, Any]) -> PairScoreRow:
     board."""
     scores = (math.nan if stored[field] is None else stored[field] for field in SCORE_FIELDS)
     return check_row(PairScoreRow(stored["pair_id"], stored["task"], stored["metric"], stored["variant"], *scores))
+
+
+def public_model_name(model: str) -> str:
+    """How a model is shown on the board and in the queue: a local folder (an absolute path) by its name and a
+    short hash of its path, so no server path is published and two folders of one name stay apart; any other id
+    as it is."""
+    if not model.startswith("/"):
+        return model
+    return f"local:{PurePosixPath(model).name}-{hashlib.sha256(model.encode()).hexdigest()[:6]}"

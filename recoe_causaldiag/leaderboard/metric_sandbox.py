@@ -21,7 +21,6 @@ import json
 import math
 import os
 import pwd
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ from ..api.records import PairRecord
 from ..paths import cache_root
 from . import landlock
 from .integrity import InvalidData, check_name, check_scores
+from .module_source import ModuleFetchError, ModuleSource, fetch_module
 from .settings import ALLOW_REDUCED_ENV, SECRET_ENV_VARS
 from .supervisor import NAMESPACES, available_namespaces
 
@@ -185,22 +185,16 @@ def host_containment() -> Containment:
     return Containment((*landlock.layers(landlock.abi_version()), *namespaces))
 
 
-def _stage(source: str, scratch: Path) -> str:
-    """The module the child loads, as a folder inside the scratch folder: a copy of an uploaded folder, or the
-    files of a Hub module fetched here by the worker (the child has no network)."""
-    folder = Path(source)
-    if folder.is_absolute():
-        copy = scratch / "module" / folder.name
-        shutil.copytree(folder, copy)
-        return str(copy)
-    from huggingface_hub import snapshot_download
-
-    copy = scratch / "module" / source.split("/")[-1]
+def _stage(source: str, scratch: Path, sha256: str | None) -> str:
+    """The module the child loads, as a folder inside the scratch folder (`fetch_module`); with `sha256`, only when
+    its files are exactly the ones approved."""
     try:
-        snapshot_download(source, repo_type="space", local_dir=copy, allow_patterns=["*.py", "*.txt", "*.json"])
-    except Exception:
-        raise MetricRunError(f"the Hub module {source} could not be fetched") from None
-    return str(copy)
+        folder = fetch_module(source, scratch)
+    except ModuleFetchError as err:
+        raise MetricRunError(str(err)) from None
+    if sha256 is not None and ModuleSource.read(folder).sha256 != sha256:
+        raise MetricRunError("the module is not the one the admin approved (its sha256 differs); it was not run")
+    return str(folder)
 
 
 @dataclass(frozen=True)
@@ -276,10 +270,12 @@ def score_submitted_metric(
     protected: Sequence[Path] = (),
     namespaces: Sequence[str] = tuple(NAMESPACES),
     allow_reduced: bool = False,
+    sha256: str | None = None,
 ) -> SubmittedScores:
     """Score both explanations of every pair with the submitted `evaluate` module in an isolated child process
     (as `user` when given: needs root) that can read none of the `protected` paths, within `Limits` and the
-    `namespaces` the supervisor may make (as root). Refused where a containment layer is missing on this host
+    `namespaces` the supervisor may make (as root); with `sha256`, only when the module's files hash to it
+    (`ModuleSource`). Refused where a containment layer is missing on this host
     (`Containment.missing`) unless `allow_reduced`, and always where neither Landlock nor a sandbox user
     isolates the metric."""
     confined = landlock.abi_version() > 0
@@ -311,7 +307,7 @@ def score_submitted_metric(
         request.write_text(
             json.dumps(
                 {
-                    "source": _stage(source, scratch),
+                    "source": _stage(source, scratch, sha256),
                     "model": model,
                     "instances": instances,
                     "confinement": asdict(confinement) if confinement else None,

@@ -12,12 +12,12 @@ from dataclasses import astuple, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, DateTime, Engine, func, insert, select, update
+from sqlalchemy import Connection, DateTime, Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from ..api.rows import PairScoreRow
-from .integrity import InvalidData, check_name, check_row, stored_row
-from .schema import READ_OPTION, QueueBusy, deployment, job_tasks, jobs, make_engine, pair_scores
+from .integrity import InvalidData, check_name, check_row, public_model_name, stored_row
+from .schema import READ_OPTION, QueueBusy, approvals, deployment, job_tasks, jobs, make_engine, pair_scores
 
 PENDING, RUNNING, FINISHED, FAILED = "PENDING", "RUNNING", "FINISHED", "FAILED"
 AWAITING_APPROVAL = "AWAITING_APPROVAL"
@@ -75,7 +75,8 @@ class JobRequest:
 
 @dataclass(frozen=True)
 class Job:
-    """A stored job with its state; ``reason`` says why it failed, ``log_tail`` ends its log."""
+    """A stored job with its state; ``reason`` says why it failed, ``log_tail`` ends its log, ``approved_sha256``
+    is the module hash an admin approved for a submitted metric (None otherwise, and in a page of jobs)."""
 
     id: int
     request: JobRequest
@@ -90,6 +91,7 @@ class Job:
     started_at: datetime | None
     heartbeat_at: datetime | None
     finished_at: datetime | None
+    approved_sha256: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Job:
@@ -118,6 +120,7 @@ class Job:
             row["started_at"],
             row["heartbeat_at"],
             row["finished_at"],
+            row.get("approved_sha256"),
         )
 
 
@@ -191,8 +194,11 @@ CONFIGURATION_COLUMNS = ("model", "revision", "precision", "editor", "explanatio
 
 
 def _stored_score(stored: Mapping[str, Any]) -> FinishedScore | InvalidScore:
-    """One stored score of a finished job, checked: a FinishedScore, or an InvalidScore that says what is wrong."""
+    """One stored score of a finished job, checked: a FinishedScore, or an InvalidScore that says what is wrong. A
+    local model is named as the board shows it (`integrity.public_model_name`), never by its server path."""
     configuration = [stored[column] for column in CONFIGURATION_COLUMNS]
+    if isinstance(configuration[0], str):
+        configuration[0] = public_model_name(configuration[0])
     try:
         if not all(isinstance(value, str) for value in configuration):
             raise InvalidData("the job's model configuration is not text")
@@ -208,6 +214,13 @@ class RateLimited(Exception):
     def __init__(self, limit: int, again: datetime) -> None:
         super().__init__(f"rate limit: {limit} submissions per hour per submitter; try again after {again:%H:%M} UTC")
         self.limit, self.again = limit, again
+
+
+class MetricNameTaken(Exception):
+    """Another submitter already submitted a metric of this name."""
+
+    def __init__(self, metric: str) -> None:
+        super().__init__(f"metric name {metric!r} belongs to another submitter; choose another name")
 
 
 @dataclass(frozen=True)
@@ -300,7 +313,8 @@ class JobQueue:
         failed before revives its failed job, so the tasks that job stored are kept, not redone. With
         `hourly_limit`, a new job is refused (`RateLimited`) when the submitter already added that many in the
         past hour; the count and the insert are one transaction, serialised per submitter, so concurrent
-        submissions cannot pass the limit together. A metric name outside `integrity.SAFE_NAME` raises InvalidData
+        submissions cannot pass the limit together. A submitted metric whose name another submitter already used
+        raises MetricNameTaken. A metric name outside `integrity.SAFE_NAME` raises InvalidData
         before anything is written."""
         for metric in request.metrics:
             check_name("metric", metric)
@@ -323,6 +337,10 @@ class JobQueue:
         with self._writing() as conn:  # SQLite: BEGIN IMMEDIATE already serialises every writer
             if self.claims_skip_locked:
                 conn.execute(select(func.pg_advisory_xact_lock(func.hashtext(submitter))))
+                if request.kind == METRIC_JOB:
+                    conn.execute(select(func.pg_advisory_xact_lock(func.hashtext("metric:" + request.metrics[0]))))
+            if request.kind == METRIC_JOB:
+                self._check_owner(conn, request.metrics[0], submitter)
             live = conn.execute(select(jobs.c.id).where(jobs.c.active_key == request.key)).scalar()
             if live is not None:
                 return live, True
@@ -369,6 +387,18 @@ class JobQueue:
                 raise IntegrityError("revive", {}, Exception("the failed job was revived concurrently"))
             return failed, False
 
+    def _check_owner(self, conn: Connection, metric: str, submitter: str) -> None:
+        """A submitted metric's name belongs to whoever submitted it first: MetricNameTaken for anyone else, so
+        nobody's job can replace another author's rows on the board."""
+        owner = conn.execute(
+            select(jobs.c.submitter)
+            .where(jobs.c.kind == METRIC_JOB, jobs.c.metrics == metric)
+            .order_by(jobs.c.id)
+            .limit(1)
+        ).scalar()
+        if owner is not None and owner != submitter:
+            raise MetricNameTaken(metric)
+
     def _check_rate(self, conn: Connection, submitter: str, hourly_limit: int) -> None:
         recent = list(
             conn.execute(
@@ -387,8 +417,14 @@ class JobQueue:
         return job
 
     def find(self, job_id: int) -> Job | None:
+        """The job, with the module hash approved for it."""
+        query = (
+            select(jobs, approvals.c.sha256.label("approved_sha256"))
+            .outerjoin(approvals, approvals.c.job_id == jobs.c.id)
+            .where(jobs.c.id == job_id)
+        )
         with self._reading() as conn:
-            row = conn.execute(select(jobs).where(jobs.c.id == job_id)).mappings().first()
+            row = conn.execute(query).mappings().first()
         return None if row is None else Job.from_row(row)
 
     def live_job(self, key: str) -> Job | None:
@@ -543,12 +579,16 @@ class JobQueue:
             )
         return ids
 
-    def approve(self, job_id: int) -> bool:
-        """Release a submitted metric's job to the workers."""
+    def approve(self, job_id: int, sha256: str) -> bool:
+        """Release a submitted metric's job to the workers, recording the module hash the admin reviewed (the worker
+        runs only a module with that hash)."""
         with self._writing() as conn:
             result = conn.execute(
                 update(jobs).where(jobs.c.id == job_id, jobs.c.status == AWAITING_APPROVAL).values(status=PENDING)
             )
+            if result.rowcount == 1:
+                conn.execute(delete(approvals).where(approvals.c.job_id == job_id))
+                conn.execute(insert(approvals).values(job_id=job_id, sha256=sha256, approved_at=self.now()))
         return result.rowcount == 1
 
     def reject(self, job_id: int, reason: str) -> bool:

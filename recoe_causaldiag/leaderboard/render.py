@@ -13,6 +13,7 @@ from typing import Any
 from ..report import ci_bar_chart, format_number
 from ..statistics import ABOVE, ALPHA, BELOW, MIN_N_VALID
 from .board import Board, BoardRow, InvalidRow
+from .integrity import public_model_name
 from .queue import Job, JobPage
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
@@ -171,7 +172,7 @@ def queue_table(jobs: Sequence[Job]) -> list[list[Any]]:
         [
             j.id,
             j.status,
-            j.request.model,
+            public_model_name(j.request.model),
             j.request.revision,
             j.request.precision,
             ", ".join(j.request.tasks),
@@ -197,7 +198,7 @@ def queue_summary(page: JobPage, submitter: str = "", status: str | None = None)
 def submission_message(job: Job, duplicate: bool) -> str:
     """Markdown answer to a submission; the model id is made inert."""
     what = "An identical request is already queued" if duplicate else "Submitted"
-    return f"{what}: job **#{job.id}**, model {inert(job.request.model)}, status **{job.status}**."
+    return f"{what}: job **#{job.id}**, model {inert(public_model_name(job.request.model))}, status **{job.status}**."
 
 
 def rejection_message(reason: str) -> str:

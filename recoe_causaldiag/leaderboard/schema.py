@@ -81,6 +81,15 @@ pair_scores = Table(
 )
 
 
+approvals = Table(
+    "approvals",
+    metadata,
+    Column("job_id", Integer, ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True),
+    Column("sha256", String(64), nullable=False),
+    Column("approved_at", DateTime, nullable=False),
+)
+"""The module hash an admin approved for a submitted metric's job: the worker runs that module only."""
+
 deployment = Table(
     "deployment",
     metadata,

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
+import tempfile
+import threading
+import time
+from collections import defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +16,8 @@ from pathlib import Path
 from ..paths import staged_folder
 from .board import Board, BoardCache
 from .metric_sandbox import host_containment
-from .queue import METRIC_JOB, JobQueue, RateLimited, Submission
+from .module_source import ModuleFetchError, ModuleSource, fetch_module
+from .queue import METRIC_JOB, Job, JobQueue, MetricNameTaken, RateLimited, Submission
 from .render import rejection_message, submission_message
 from .schema import QueueUnavailable
 from .seed import seed_if_empty
@@ -25,10 +31,13 @@ from .validation import (
     model_request,
     upload_root,
 )
-from .worker import Worker, start_worker_thread
+from .worker import Worker, public_reason, start_worker_thread
 
 MAX_UPLOAD_BYTES = 2**20
 """The most an uploaded metric module may hold, all files together."""
+MAX_ADMIN_FAILURES = 5
+ADMIN_WINDOW_S = 900.0
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -58,10 +67,7 @@ class MetricUpload:
 
     @property
     def folder(self) -> Path:
-        digest = hashlib.sha256()
-        for file_name, content in self.files:
-            digest.update(file_name.encode() + b"\0" + content)
-        return upload_root() / digest.hexdigest()[:16] / self.name
+        return upload_root() / ModuleSource(self.files).sha256[:16] / self.name
 
     def write(self) -> Path:
         """Write the module to `folder` (once a job for it was accepted)."""
@@ -71,6 +77,29 @@ class MetricUpload:
         return self.folder
 
 
+class AdminGate:
+    """Wrong admin tokens per client: after MAX_ADMIN_FAILURES within ADMIN_WINDOW_S, the client is locked out
+    until its oldest failure leaves the window (per process: the Space's single process serves every client)."""
+
+    def __init__(self) -> None:
+        self._failures: dict[str, deque[float]] = defaultdict(deque)
+        self._lock = threading.Lock()
+
+    def _recent(self, client: str) -> deque[float]:
+        failures = self._failures[client]
+        while failures and failures[0] < time.monotonic() - ADMIN_WINDOW_S:
+            failures.popleft()
+        return failures
+
+    def locked(self, client: str) -> bool:
+        with self._lock:
+            return len(self._recent(client)) >= MAX_ADMIN_FAILURES
+
+    def failed(self, client: str) -> None:
+        with self._lock:
+            self._recent(client).append(time.monotonic())
+
+
 @dataclass
 class Leaderboard:
     """The actions of the Space; every submission answer is Markdown with user text made inert."""
@@ -78,6 +107,7 @@ class Leaderboard:
     settings: LeaderboardSettings
     queue: JobQueue = field(init=False)
     boards: BoardCache = field(init=False)
+    admin_gate: AdminGate = field(init=False, default_factory=AdminGate)
 
     def __post_init__(self) -> None:
         self.queue = JobQueue.open(self.settings.db_url, self.settings.queue_read_timeout_s)
@@ -109,7 +139,7 @@ class Leaderboard:
             return self.queue.submit(
                 request, submitter, pair_cap=self.settings.pair_cap, hourly_limit=self.settings.rate_limit_per_hour
             )
-        except (RateLimited, QueueUnavailable) as err:
+        except (RateLimited, MetricNameTaken, QueueUnavailable) as err:
             raise Rejected(str(err)) from None
 
     def submit_model(
@@ -142,16 +172,57 @@ class Leaderboard:
         note = " It runs after an admin approves it." if submission.job.status == "AWAITING_APPROVAL" else ""
         return submission_message(submission.job, submission.duplicate) + note
 
-    def approve_metric(self, job_id: int, token: str) -> str:
-        """Release (or keep waiting) a submitted metric's job; only with the deployment's admin token."""
+    def _admin(self, token: str, client: str) -> str | None:
+        """None when `token` is the admin token, else why not: a client with too many wrong tokens lately is
+        refused before its token is even compared. Every attempt is logged with the client."""
+        if self.admin_gate.locked(client):
+            log.warning("admin attempt refused: %s is locked out after too many wrong tokens", client)
+            return "Rejected: too many wrong admin tokens from this client; try again later."
         expected = self.settings.admin_token
         if not expected or not hmac.compare_digest(token.encode(), expected.encode()):
+            self.admin_gate.failed(client)
+            log.warning("wrong admin token from %s", client)
             return "Rejected: wrong admin token (or none is configured for this deployment)."
+        log.info("admin action by %s", client)
+        return None
+
+    def _metric_job(self, job_id: int) -> Job | str:
         job = self.queue.find(int(job_id))
         if job is None:
             return f"Rejected: there is no job #{int(job_id)}."
         if job.request.kind != METRIC_JOB:
             return f"Rejected: job #{job.id} is not a submitted metric."
-        if not self.queue.approve(job.id):
+        return job
+
+    def _module(self, job: Job) -> ModuleSource | str:
+        """The module of a submitted metric's job as it would run now (fetched again for a Hub module)."""
+        with tempfile.TemporaryDirectory(prefix="causaldiag-review-") as folder:
+            try:
+                return ModuleSource.read(fetch_module(job.request.metric_source or "", Path(folder)))
+            except (ModuleFetchError, OSError) as err:
+                return f"Rejected: the module of job #{job.id} cannot be read: {public_reason(err)}"
+
+    def review_metric(self, job_id: int, token: str, client: str) -> str:
+        """For the admin: the full source of a submitted metric's module and its sha256 (what approval records)."""
+        refusal = self._admin(token, client)
+        job = refusal or self._metric_job(job_id)
+        if isinstance(job, str):
+            return job
+        module = self._module(job)
+        return module if isinstance(module, str) else module.listing()
+
+    def approve_metric(self, job_id: int, token: str, sha256: str, client: str) -> str:
+        """Release a submitted metric's job to the workers, only with the deployment's admin token and the sha256
+        of the module the admin reviewed (`review_metric`); the worker then runs exactly that module."""
+        refusal = self._admin(token, client)
+        job = refusal or self._metric_job(job_id)
+        if isinstance(job, str):
+            return job
+        module = self._module(job)
+        if isinstance(module, str):
+            return module
+        if module.sha256 != sha256.strip():
+            return f"Rejected: job #{job.id}'s module has sha256 {module.sha256}, not the one given; review it again."
+        if not self.queue.approve(job.id, module.sha256):
             return f"Rejected: job #{job.id} is {job.status}, not awaiting approval."
-        return f"Approved: job #{job.id} is PENDING."
+        return f"Approved: job #{job.id} is PENDING (module sha256 {module.sha256[:12]}…)."

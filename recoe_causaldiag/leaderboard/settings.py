@@ -23,6 +23,7 @@ SANDBOX_USER_ENV = "CAUSALDIAG_SANDBOX_USER"
 JOB_TIME_LIMIT_ENV = "CAUSALDIAG_JOB_TIME_LIMIT"
 QUEUE_READ_TIMEOUT_ENV = "CAUSALDIAG_QUEUE_READ_TIMEOUT"
 ALLOW_REDUCED_ENV = "CAUSALDIAG_ALLOW_REDUCED_CONTAINMENT"
+TRUSTED_PROXIES_ENV = "CAUSALDIAG_TRUSTED_PROXIES"
 
 SECRET_ENV_VARS = (DB_ENV, ADMIN_TOKEN_ENV, "DATABASE_URL", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 
@@ -58,7 +59,9 @@ class LeaderboardSettings:
     wall-clock limit of every job (a job past it is FAILED and the worker moves on), ``queue_read_timeout_s`` how
     long a read of a SQLite queue waits for a lock held elsewhere before it answers "queue busy",
     ``allow_reduced_containment`` whether submitted metrics run on a host that lacks some containment layer
-    (`metric_sandbox.host_containment`; the queue's status names the missing ones).
+    (`metric_sandbox.host_containment`; the queue's status names the missing ones), ``trusted_proxies`` the
+    addresses whose `X-Forwarded-For` header names the client (none: every client is the address it connects
+    from, so no header can make one submitter look like many).
     """
 
     db_url: str
@@ -74,6 +77,7 @@ class LeaderboardSettings:
     job_time_limit_s: int = 6 * 3600
     queue_read_timeout_s: float = 5.0
     allow_reduced_containment: bool = False
+    trusted_proxies: tuple[str, ...] = ()
 
     @property
     def database_files(self) -> tuple[Path, ...]:
@@ -108,4 +112,5 @@ class LeaderboardSettings:
             job_time_limit_s=_int_env(JOB_TIME_LIMIT_ENV, 6 * 3600) or 6 * 3600,
             queue_read_timeout_s=_int_env(QUEUE_READ_TIMEOUT_ENV, 5) or 5,
             allow_reduced_containment=os.environ.get(ALLOW_REDUCED_ENV, "").strip() == "1",
+            trusted_proxies=tuple(p.strip() for p in os.environ.get(TRUSTED_PROXIES_ENV, "").split(",") if p.strip()),
         )

@@ -15,7 +15,7 @@ from ..models import PACKAGED_MODELS
 from ..paths import cache_root
 from ..tasks import TASKS
 from .queue import METRIC_JOB, MODEL_JOB, JobRequest
-from .settings import LeaderboardSettings
+from .settings import LOCAL_MODEL_ROOTS_ENV, LeaderboardSettings
 
 HUB_ID = re.compile(
     r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$"
@@ -88,11 +88,14 @@ def resolve_packaged(model: str, settings: LeaderboardSettings) -> None:
     _too_big(sum(f.size or 0 for f in dist.files or ()), settings, model)
 
 
-def resolve_local(model: str, settings: LeaderboardSettings) -> None:
+def resolve_local(model: str, settings: LeaderboardSettings) -> str:
+    """The canonical path of a local model folder (resolved: no '..', '.', '//', '~' or link left), so that every
+    alias of one folder is one request; Rejected when it lies outside the allowed roots or is not a usable model.
+    Messages name the folder as submitted, never the resolved path."""
     folder = Path(model).expanduser().resolve()
     roots = [r.expanduser().resolve() for r in settings.local_model_roots]
     if not any(folder.is_relative_to(root) for root in roots):
-        raise Rejected(f"local model folders must lie under {', '.join(map(str, roots)) or '(none configured)'}")
+        raise Rejected(f"local model folders must lie under this deployment's model folders ({LOCAL_MODEL_ROOTS_ENV})")
     config = folder / "config.json"
     if not config.is_file():
         raise Rejected(f"local model folder {model!r} does not exist or has no config.json")
@@ -100,6 +103,7 @@ def resolve_local(model: str, settings: LeaderboardSettings) -> None:
         raise Rejected(f"local model folder {model!r} ships Python code (trust_remote_code); refused")
     _check_config(json.loads(config.read_text(encoding="utf-8")), model)
     _too_big(sum(p.stat().st_size for p in folder.rglob("*") if p.suffix in WEIGHT_SUFFIXES), settings, model)
+    return str(folder)
 
 
 def resolve_hub(model: str, revision: str, settings: LeaderboardSettings) -> None:
@@ -123,16 +127,18 @@ def resolve_hub(model: str, revision: str, settings: LeaderboardSettings) -> Non
     _too_big(sum(s.size or 0 for s in files), settings, model)
 
 
-def resolve_model(model: str, revision: str, settings: LeaderboardSettings) -> str:
-    """Check that the model exists, needs no remote code and fits; return its revision."""
+def resolve_model(model: str, revision: str, settings: LeaderboardSettings) -> tuple[str, str]:
+    """Check that the model exists, needs no remote code and fits; return its id (a local folder's canonical path)
+    and its revision."""
     kind = check_model_id(model)
     revision = check_revision(revision, kind)
-    {
-        "packaged": lambda: resolve_packaged(model, settings),
-        "local": lambda: resolve_local(model, settings),
-        "hub": lambda: resolve_hub(model, revision, settings),
-    }[kind]()
-    return revision
+    if kind == "local":
+        return resolve_local(model, settings), revision
+    if kind == "packaged":
+        resolve_packaged(model, settings)
+    else:
+        resolve_hub(model, revision, settings)
+    return model, revision
 
 
 def check_names(kind: str, names: Sequence[str], registry_names: Sequence[str]) -> tuple[str, ...]:
@@ -172,7 +178,7 @@ def model_request(
         raise Rejected(f"explanations {explanations!r} is not one of {', '.join(EXPLANATION_SOURCES)}")
     task_names = check_names("task", tasks, TASKS.names())
     metric_names = check_names("metric", metrics, METRICS.names())
-    revision = resolve_model(model, revision, settings)
+    model, revision = resolve_model(model, revision, settings)
     return JobRequest(MODEL_JOB, model, revision, precision, editor, explanations, task_names, metric_names)
 
 
@@ -219,5 +225,5 @@ def metric_request(
     if not is_upload_folder(source):
         check_metric_hub_id(source)
     task_names = check_names("task", tasks, TASKS.names())
-    revision = resolve_model(model, "", settings)
+    model, revision = resolve_model(model, "", settings)
     return JobRequest(METRIC_JOB, model, revision, "auto", "ice", "synthetic", task_names, (name,), source)

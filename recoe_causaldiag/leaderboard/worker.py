@@ -21,7 +21,7 @@ from ..api.rows import PairScoreRow
 from ..api.run_spec import RunSpec
 from ..models import PACKAGED_MODELS, verify_packaged_model
 from ..task_pairs import default_data_dir, iter_task_pairs
-from .metric_sandbox import host_containment, score_submitted_metric
+from .metric_sandbox import MetricRunError, host_containment, score_submitted_metric
 from .queue import METRIC_JOB, Job, JobQueue, tail
 from .settings import LeaderboardSettings
 
@@ -111,6 +111,8 @@ class LibraryTaskRunner:
         return TaskOutcome(scores.dataset.version, scores.rows)
 
     def _submitted_metric(self, job: Job, task: str, write: Callable[[str], None]) -> TaskOutcome:
+        if job.approved_sha256 is None:
+            raise MetricRunError("the job has no approved module hash; an admin must review and approve it")
         (task_pairs,) = iter_task_pairs((task,), self.data_dir, limit=job.pair_cap, seed=0)
         write(f"{task}: scoring {len(task_pairs.pairs)} pairs with the submitted metric in an isolated process")
         write(host_containment().describe(self.settings.allow_reduced_containment))
@@ -123,6 +125,7 @@ class LibraryTaskRunner:
             user=self.settings.sandbox_user,
             protected=self.settings.database_files,
             allow_reduced=self.settings.allow_reduced_containment,
+            sha256=job.approved_sha256,
         )
         scores = VariantScores(scored.variant, scored.faithful, scored.unfaithful)
         return TaskOutcome(task_pairs.dataset.version, task_pairs.score_rows(job.request.metrics[0], scores))
