@@ -154,7 +154,15 @@ def test_a_submitted_metric_returning_infinite_scores_fails_its_job_and_stores_n
     settings = LeaderboardSettings(db_url=f"sqlite:///{tmp_path / 'q.sqlite'}", metric_time_limit_s=120)
     queue = JobQueue.open(settings.db_url)
     hostile = JobRequest(
-        METRIC_JOB, "org/model", "main", "auto", "ice", "synthetic", ("factcheck",), ("hostile",), str(module)
+        METRIC_JOB,
+        "smollm2-135m-instruct",
+        "main",
+        "auto",
+        "ice",
+        "synthetic",
+        ("factcheck",),
+        ("hostile",),
+        str(module),
     )
     job = queue.submit(hostile, "alice", pair_cap=None).job
     assert queue.approve(job.id, ModuleSource.read(module).sha256)
@@ -368,3 +376,41 @@ def test_a_module_changed_after_its_approval_is_never_run(tmp_path, monkeypatch)
             sha256=approved,
             allow_reduced=True,
         )
+
+
+READS_ITS_MODEL = submitted_module(
+    "ReadsItsModel",
+    """
+            size = len(open(os.path.join(model, "config.json")).read())
+            return {"variant": "v", "scores": [float(size)] * len(explanations)}
+""",
+    "import os",
+)
+
+
+@pytest.mark.skipif(metric_sandbox.landlock.abi_version() < 1, reason="needs a kernel with Landlock")
+def test_a_hub_model_is_fetched_by_the_worker_and_read_through_its_cache_links(tmp_path, monkeypatch):
+    """The metric's process has no network: the worker fetches the model's files, and the sandbox may read the
+    snapshot and the blobs its links point to (the Hub cache layout)."""
+    import huggingface_hub
+
+    repo = tmp_path / "hub" / "models--org--model"
+    snapshot = repo / "snapshots" / "abc123"
+    (repo / "blobs").mkdir(parents=True)
+    snapshot.mkdir(parents=True)
+    (repo / "blobs" / "0f0f").write_text('{"model_type": "llama"}')
+    (snapshot / "config.json").symlink_to(repo / "blobs" / "0f0f")
+    fetched = []
+
+    def snapshot_download(repo_id, *, revision):
+        fetched.append((repo_id, revision))
+        return str(snapshot)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    module = tmp_path / "reads_its_model"
+    module.mkdir()
+    (module / "reads_its_model.py").write_text(READS_ITS_MODEL)
+    scored = metric_sandbox.score_submitted_metric(
+        str(module), "org/model", [pair(0)], time_limit_s=120, secrets=(), revision="v1", allow_reduced=True
+    )
+    assert fetched == [("org/model", "v1")] and list(scored.faithful) == [23.0]

@@ -141,8 +141,9 @@ class Confinement:
             str(cache_root() / "gguf"),
             *SYSTEM_READABLE,
         }
-        if Path(model).expanduser().is_dir():
-            roots.add(str(Path(model).expanduser()))
+        folder = Path(model).expanduser()
+        if folder.is_dir():  # a Hub cache snapshot's files link to its repository's blobs, so that folder is read
+            roots.add(str(folder.parents[1] if folder.parent.name == "snapshots" else folder))
         confinement = cls(tuple(sorted(roots)), (str(scratch), *DEVICES))
         for path in protected:
             for root in confinement.read_only + confinement.read_write:
@@ -271,11 +272,13 @@ def score_submitted_metric(
     namespaces: Sequence[str] = tuple(NAMESPACES),
     allow_reduced: bool = False,
     sha256: str | None = None,
+    revision: str = "main",
 ) -> SubmittedScores:
     """Score both explanations of every pair with the submitted `evaluate` module in an isolated child process
     (as `user` when given: needs root) that can read none of the `protected` paths, within `Limits` and the
     `namespaces` the supervisor may make (as root); with `sha256`, only when the module's files hash to it
-    (`ModuleSource`). Refused where a containment layer is missing on this host
+    (`ModuleSource`). The model is made local first (`fetch_model`): the metric's process has no network. Refused
+    where a containment layer is missing on this host
     (`Containment.missing`) unless `allow_reduced`, and always where neither Landlock nor a sandbox user
     isolates the metric."""
     confined = landlock.abi_version() > 0
@@ -290,10 +293,7 @@ def score_submitted_metric(
             f"containment is reduced on this host (missing: {', '.join(missing)}); submitted metrics run only "
             f"when the operator allows that ({ALLOW_REDUCED_ENV}=1)"
         )
-    from ..models import PACKAGED_MODELS, packaged_model_dir
-
-    if model in PACKAGED_MODELS:
-        packaged_model_dir(model)  # converted here: the sandbox may only read the model cache
+    model = fetch_model(model, revision)
     instances = [
         {"question": p.question, "choices": list(p.choices), "edits": list(p.edits), "explanation": e}
         for p in pairs
@@ -329,6 +329,25 @@ def score_submitted_metric(
             last = next((line.strip() for line in reversed(output.splitlines()) if line.strip()), "no output")
             raise MetricRunError(f"the submitted metric failed (exit {done.returncode}): {last}\n{output}")
         return read_answer(answer, len(pairs))
+
+
+def fetch_model(model: str, revision: str) -> str:
+    """The model as the metric's process may load it without network: a packaged model by its name, converted into
+    the model cache here; a local folder as it is; a Hub model's files at `revision` fetched here, as the path of
+    their folder (which the sandbox may read)."""
+    from ..models import PACKAGED_MODELS, packaged_model_dir
+
+    if model in PACKAGED_MODELS:
+        packaged_model_dir(model)
+        return model
+    if model.startswith("/"):
+        return model
+    from huggingface_hub import snapshot_download
+
+    try:
+        return snapshot_download(model, revision=revision)
+    except Exception:  # the Hub client raises many kinds (not found, gated, network); each is one refusal
+        raise MetricRunError(f"the Hub model {model} at {revision} could not be fetched") from None
 
 
 def read_answer(path: Path, n_pairs: int) -> SubmittedScores:

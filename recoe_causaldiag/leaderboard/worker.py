@@ -126,6 +126,7 @@ class LibraryTaskRunner:
             protected=self.settings.database_files,
             allow_reduced=self.settings.allow_reduced_containment,
             sha256=job.approved_sha256,
+            revision=job.request.revision,
         )
         scores = VariantScores(scored.variant, scored.faithful, scored.unfaithful)
         return TaskOutcome(task_pairs.dataset.version, task_pairs.score_rows(job.request.metrics[0], scores))
