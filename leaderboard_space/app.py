@@ -37,14 +37,15 @@ R = TypeVar("R")
 
 
 def unavailable_as_error(read: Callable[P, R]) -> Callable[P, R]:
-    """`read`, with a QueueUnavailable (the queue's database busy or removed) raised as a gr.Error: the page shows
-    its message instead of a traceback."""
+    """`read`, with a QueueUnavailable (the queue's database busy or removed) or a refused query (a ValueError: an
+    unknown status filter) raised as a gr.Error: the page shows its message, which never echoes the query, instead
+    of a traceback."""
 
     @functools.wraps(read)
     def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return read(*args, **kwargs)
-        except QueueUnavailable as err:
+        except (QueueUnavailable, ValueError) as err:
             raise gr.Error(str(err)) from None
 
     return guarded

@@ -453,7 +453,7 @@ class JobQueue:
         A page before the first is the first, one past the end is the last, and `page_size` is kept within
         1..MAX_QUEUE_PAGE_SIZE; the count and the page are read in one transaction."""
         if status is not None and status not in STATUSES:
-            raise ValueError(f"unknown job status {status!r}; one of {', '.join(STATUSES)}")
+            raise ValueError(f"unknown job status; one of {', '.join(STATUSES)}")
         page_size = min(max(page_size, 1), MAX_QUEUE_PAGE_SIZE)
         matching = [jobs.c.submitter == submitter] if submitter else []
         if status is not None:

@@ -36,8 +36,10 @@ def _is_hub_id(text: str) -> bool:
 
 def check_model_id(model: str) -> str:
     """The kind of a syntactically valid model id: 'packaged', 'local' or 'hub'."""
-    if not model or len(model) > 300 or model != model.strip():
-        raise Rejected("model id is empty, too long (over 300 characters) or has surrounding spaces")
+    if not model or len(model) > 300 or model != model.strip() or not model.isprintable():
+        raise Rejected(
+            "model id is empty, too long (over 300 characters), has surrounding spaces or unprintable characters"
+        )
     if model in PACKAGED_MODELS:
         return "packaged"
     if model.startswith(("/", "~")):
@@ -153,7 +155,7 @@ def check_names(kind: str, names: Sequence[str], registry_names: Sequence[str]) 
 
 def check_submitter(submitter: str) -> str:
     submitter = submitter.strip()
-    if not submitter or len(submitter) > 200:
+    if not submitter or len(submitter) > 200 or not submitter.isprintable():
         raise Rejected("the submitter could not be identified (log in, or submit from a browser)")
     return submitter
 
