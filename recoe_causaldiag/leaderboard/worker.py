@@ -153,6 +153,8 @@ class Worker:
         return self.queue.get(job.id)
 
     def run_forever(self, stop: threading.Event, poll_s: float = 2.0) -> None:
+        """Run jobs until `stop`, after saying how submitted metrics are contained on this host."""
+        log.warning("worker %s: %s", self.name, host_containment().describe(self.settings.allow_reduced_containment))
         while not stop.is_set():
             try:
                 if self.run_once() is None:
