@@ -154,7 +154,9 @@ class Worker:
 
     def run_forever(self, stop: threading.Event, poll_s: float = 2.0) -> None:
         """Run jobs until `stop`, after saying how submitted metrics are contained on this host."""
-        log.warning("worker %s: %s", self.name, host_containment().describe(self.settings.allow_reduced_containment))
+        containment = host_containment()
+        level = logging.WARNING if containment.missing else logging.INFO
+        log.log(level, "worker %s: %s", self.name, containment.describe(self.settings.allow_reduced_containment))
         while not stop.is_set():
             try:
                 if self.run_once() is None:
