@@ -1,8 +1,8 @@
 """Containment of submitted metrics (issue 14), each layer tested by a hostile module that escapes with the layer
 switched off: the supervisor kills a `setsid` grandchild and the worker never waits for it; Landlock's scoping
 keeps the metric from signalling processes outside its sandbox; Landlock's network rules refuse TCP; the network
-namespace refuses everything else (UDP); the narrowed /dev keeps it out of /dev/shm; the resource limits cap its
-memory."""
+namespace refuses everything else (UDP); the PID namespace hides the app's processes; the narrowed /dev keeps it
+out of /dev/shm; the resource limits cap its memory; the pids cgroup stops a fork bomb."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import time
 import pytest
 from submitted_modules import submitted_module
 
-from recoe_causaldiag.leaderboard import landlock, metric_sandbox
+from recoe_causaldiag.leaderboard import landlock, metric_sandbox, supervisor
 from recoe_causaldiag.leaderboard.metric_sandbox import Confinement, MetricRunError, score_submitted_metric
 from recoe_causaldiag.leaderboard.supervisor import available_namespaces
 
@@ -59,11 +59,15 @@ HOSTILE = submitted_module(
         with open("/dev/shm/causaldiag-hostile", "w") as f:
             f.write("left behind")
 
+    def processes():
+        for _ in range(600):
+            subprocess.Popen(["sleep", "60"], stdin=subprocess.DEVNULL)
+
     def memory():
         mmap.mmap(-1, 9 * 2**30).close()  # reserved, never touched: no memory is used when it is allowed
 
     SHOWN = {"grandchild": grandchild, "pid": lambda: f"pid {os.getpid()}"}
-    ACTIONS = {"signal": signal_outside, "tcp": tcp, "udp": udp, "shm": shm, "memory": memory}
+    ACTIONS = {"signal": signal_outside, "tcp": tcp, "udp": udp, "shm": shm, "memory": memory, "processes": processes}
 """,
 )
 
@@ -229,3 +233,10 @@ def test_a_hub_module_is_fetched_by_the_worker_so_the_metric_needs_no_network(tm
 def test_the_time_limit_still_holds(hostile):
     with pytest.raises(MetricRunError, match="time limit of 0.5 s"):
         hostile("grandchild", time_limit_s=0.5)
+
+
+@pytest.mark.skipif(not supervisor.pids_cgroup_available(), reason="needs a pids cgroup (root)")
+def test_the_pids_cgroup_stops_a_fork_bomb(hostile, monkeypatch):
+    assert hostile("processes") == "stopped"
+    monkeypatch.setattr(metric_sandbox, "Limits", functools.partial(metric_sandbox.Limits, tasks=0))
+    assert hostile("processes") == "escaped", "control: without the cgroup 600 processes start"

@@ -38,7 +38,7 @@ from . import landlock
 from .integrity import InvalidData, check_name, check_scores
 from .module_source import ModuleFetchError, ModuleSource, fetch_module
 from .settings import ALLOW_REDUCED_ENV, SECRET_ENV_VARS
-from .supervisor import NAMESPACES, available_namespaces
+from .supervisor import NAMESPACES, available_namespaces, pids_cgroup_available
 
 OUTPUT_TAIL_CHARS = 3000
 GRACE_S = 30.0
@@ -155,7 +155,8 @@ class Confinement:
         return confinement
 
 
-LAYERS = (*landlock.ALL_LAYERS, *(f"{name} namespace" for name in NAMESPACES))
+PIDS_CGROUP = "pids cgroup"
+LAYERS = (*landlock.ALL_LAYERS, *(f"{name} namespace" for name in NAMESPACES), PIDS_CGROUP)
 """The containment layers that depend on the host (the supervisor's subreaper and the resource limits do not)."""
 
 
@@ -181,9 +182,11 @@ class Containment:
 
 @cache
 def host_containment() -> Containment:
-    """The layers this host offers: Landlock's by its ABI version, the namespaces this process may make."""
+    """The layers this host offers: Landlock's by its ABI version, the namespaces and the pids cgroup this process
+    may make."""
     namespaces = tuple(f"{name} namespace" for name in available_namespaces())
-    return Containment((*landlock.layers(landlock.abi_version()), *namespaces))
+    cgroup = (PIDS_CGROUP,) if pids_cgroup_available() else ()
+    return Containment((*landlock.layers(landlock.abi_version()), *namespaces, *cgroup))
 
 
 def _stage(source: str, scratch: Path, sha256: str | None) -> str:
@@ -200,13 +203,14 @@ def _stage(source: str, scratch: Path, sha256: str | None) -> str:
 
 @dataclass(frozen=True)
 class Limits:
-    """What one run of a submitted metric may use: wall-clock seconds (held by the supervisor), and the
-    `resource.setrlimit` caps the metric's process and its children get: address space, size of any file written,
-    CPU seconds."""
+    """What one run of a submitted metric may use: wall-clock seconds and processes and threads together (`tasks`,
+    held by the supervisor's pids cgroup), and the `resource.setrlimit` caps the metric's process and its children
+    get: address space, size of any file written, CPU seconds."""
 
     time_limit_s: float
     memory_bytes: int = 8 * 2**30
     file_bytes: int = 256 * 2**20
+    tasks: int = 512
 
     @property
     def cpu_s(self) -> int:
@@ -224,10 +228,11 @@ def _run_child(
     time_limit_s: float,
     user: str | None,
     namespaces: Sequence[str],
+    max_tasks: int,
 ) -> subprocess.CompletedProcess:
     """Run `command` under the supervisor (`supervisor.py`): at most `time_limit_s`, nothing left running after it,
     output to files in a folder of the worker's that the metric cannot open; in the `namespaces` the supervisor may
-    make."""
+    make, with at most `max_tasks` processes and threads where it may make a pids cgroup (0: none)."""
     uid = gid = -1
     if user:
         account = pwd.getpwnam(user)
@@ -237,7 +242,7 @@ def _run_child(
     with tempfile.TemporaryDirectory(prefix="causaldiag-supervisor-") as private:
         status, out, err = (Path(private) / name for name in ("status.json", "stdout", "stderr"))
         supervisor = [sys.executable, "-m", f"{__package__}.supervisor", str(status), f"{time_limit_s:g}"]
-        supervisor += [str(uid), str(gid), ",".join(namespaces) or "none", "--", *command]
+        supervisor += [str(uid), str(gid), ",".join(namespaces) or "none", str(max_tasks), "--", *command]
         try:
             with out.open("wb") as stdout, err.open("wb") as stderr:
                 done = subprocess.run(
@@ -323,6 +328,7 @@ def score_submitted_metric(
             time_limit_s,
             user,
             namespaces,
+            limits.tasks,
         )
         if done.returncode != 0:
             output = done.stderr or done.stdout

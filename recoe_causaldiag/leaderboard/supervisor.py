@@ -10,9 +10,12 @@ the metric is process 1 and sees no process outside it (it cannot name the app's
 and whose every process the kernel kills when the metric ends. The metric's output goes to the files the worker gave
 this process, never to pipes the worker waits on, so nothing the metric leaves can hold the worker.
 
-Run as ``python -m recoe_causaldiag.leaderboard.supervisor STATUS.json LIMIT_S UID GID NAMESPACES -- COMMAND...``
-(UID and GID -1 to keep the worker's; NAMESPACES the ones to make, comma-separated, or "none"); STATUS receives
-``{"returncode", "timed_out", "namespaces", "killed"}``.
+Where it may (as root), it also puts the metric in a pids cgroup (`PidsCgroup`) that caps its processes and threads
+together, so a fork bomb stops there.
+
+Run as ``python -m recoe_causaldiag.leaderboard.supervisor STATUS.json LIMIT_S UID GID NAMESPACES MAX_TASKS --
+COMMAND...`` (UID and GID -1 to keep the worker's; NAMESPACES the ones to make, comma-separated, or "none"; MAX_TASKS
+0 for no pids cgroup); STATUS receives ``{"returncode", "timed_out", "namespaces", "pids_cgroup", "killed"}``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,54 @@ _PR_SET_CHILD_SUBREAPER = 36
 NAMESPACES = {"network": 0x40000000, "pid": 0x20000000}
 """The namespaces the supervisor makes where it may, by name, with their `unshare` flags."""
 KILL_ROUNDS_S = 10.0
+PIDS_HIERARCHIES = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
+"""Where a pids cgroup may be made: the cgroup v1 pids hierarchy, or the v2 unified one."""
+
+
+class PidsCgroup:
+    """A cgroup of the pids controller that caps how many processes and threads its members may have together (a
+    fork bomb stops there; `RLIMIT_NPROC` cannot do this for root, whom the kernel exempts)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    @classmethod
+    def make(cls, limit: int) -> PidsCgroup | None:
+        """A new cgroup capped at `limit` tasks, in the first hierarchy that allows one; None where none does."""
+        for hierarchy in PIDS_HIERARCHIES:
+            folder = hierarchy / f"causaldiag-{os.getpid()}"
+            try:
+                folder.mkdir()
+            except OSError:
+                continue
+            try:
+                (folder / "pids.max").write_text(str(limit))
+                return cls(folder)
+            except OSError:
+                folder.rmdir()
+        return None
+
+    def join(self) -> None:
+        """Move this process (and so what it starts) into the cgroup."""
+        (self.folder / "cgroup.procs").write_text(str(os.getpid()))
+
+    def remove(self) -> None:
+        """Move this process back to its hierarchy's root and delete the cgroup; one that still has members (a
+        process the kill rounds could not end) is left for the operator, named on stderr."""
+        (self.folder.parent / "cgroup.procs").write_text(str(os.getpid()))
+        try:
+            self.folder.rmdir()
+        except OSError as err:
+            print(f"supervisor: could not remove {self.folder}: {err}", file=sys.stderr)
+
+
+def pids_cgroup_available() -> bool:
+    """Whether this process may make a pids cgroup (one is made and removed)."""
+    cgroup = PidsCgroup.make(1)
+    if cgroup is None:
+        return False
+    cgroup.folder.rmdir()
+    return True
 
 
 def _libc() -> ctypes.CDLL:
@@ -105,11 +156,17 @@ def kill_descendants() -> int:
     return killed
 
 
-def supervise(command: Sequence[str], limit_s: float, uid: int, gid: int, namespaces: Sequence[str]) -> dict:
-    """Run `command` (as `uid`/`gid` when not -1, in the `namespaces` this process may make) for at most `limit_s`
+def supervise(
+    command: Sequence[str], limit_s: float, uid: int, gid: int, namespaces: Sequence[str], max_tasks: int
+) -> dict:
+    """Run `command` (as `uid`/`gid` when not -1, in the `namespaces` this process may make, and with at most
+    `max_tasks` processes and threads where a pids cgroup can be made and `max_tasks` > 0) for at most `limit_s`
     seconds, then kill everything it left."""
     become_subreaper()
     made = enter_namespaces(namespaces)
+    cgroup = PidsCgroup.make(max_tasks) if max_tasks > 0 else None
+    if cgroup is not None:
+        cgroup.join()
     identity = {"user": uid, "group": gid, "extra_groups": []} if uid >= 0 else {}
     child = subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True, **identity)
     try:
@@ -119,15 +176,23 @@ def supervise(command: Sequence[str], limit_s: float, uid: int, gid: int, namesp
     killed = kill_descendants()
     if timed_out:
         child.wait()
-    return {"returncode": returncode, "timed_out": timed_out, "namespaces": list(made), "killed": killed}
+    if cgroup is not None:
+        cgroup.remove()
+    return {
+        "returncode": returncode,
+        "timed_out": timed_out,
+        "namespaces": list(made),
+        "pids_cgroup": cgroup is not None,
+        "killed": killed,
+    }
 
 
 def main(argv: Sequence[str]) -> int:
-    status_path, limit_s, uid, gid, namespaces, separator, *command = argv
+    status_path, limit_s, uid, gid, namespaces, max_tasks, separator, *command = argv
     if separator != "--" or not command:
-        raise SystemExit("usage: supervisor STATUS LIMIT_S UID GID NAMESPACES -- COMMAND...")
+        raise SystemExit("usage: supervisor STATUS LIMIT_S UID GID NAMESPACES MAX_TASKS -- COMMAND...")
     names = () if namespaces == "none" else tuple(namespaces.split(","))
-    status = supervise(command, float(limit_s), int(uid), int(gid), names)
+    status = supervise(command, float(limit_s), int(uid), int(gid), names, int(max_tasks))
     Path(status_path).write_text(json.dumps(status), encoding="utf-8")
     return 0
 
