@@ -38,7 +38,7 @@ from . import landlock
 from .integrity import InvalidData, check_name, check_scores
 from .module_source import ModuleFetchError, ModuleSource, fetch_module
 from .settings import ALLOW_REDUCED_ENV, SECRET_ENV_VARS
-from .supervisor import NAMESPACES, available_namespaces, pids_cgroup_available
+from .supervisor import NAMESPACES, Plan, available_namespaces, pids_cgroup_available
 
 OUTPUT_TAIL_CHARS = 3000
 GRACE_S = 30.0
@@ -221,28 +221,32 @@ class Limits:
         return {"memory_bytes": self.memory_bytes, "file_bytes": self.file_bytes, "cpu_s": self.cpu_s}
 
 
+@dataclass(frozen=True)
+class Isolation:
+    """The supervisor's layers a run asks for, where the host has them: the `namespaces` (`supervisor.NAMESPACES`)
+    and the child subreaper; only the tests that show what a layer stops leave one out."""
+
+    namespaces: tuple[str, ...] = tuple(NAMESPACES)
+    subreaper: bool = True
+
+
 def _run_child(
-    command: list[str],
-    scratch: Path,
-    env: dict[str, str],
-    time_limit_s: float,
-    user: str | None,
-    namespaces: Sequence[str],
-    max_tasks: int,
+    command: list[str], scratch: Path, env: dict[str, str], limits: Limits, user: str | None, isolation: Isolation
 ) -> subprocess.CompletedProcess:
-    """Run `command` under the supervisor (`supervisor.py`): at most `time_limit_s`, nothing left running after it,
-    output to files in a folder of the worker's that the metric cannot open; in the `namespaces` the supervisor may
-    make, with at most `max_tasks` processes and threads where it may make a pids cgroup (0: none)."""
+    """Run `command` under the supervisor (`supervisor.py`): within `limits.time_limit_s`, nothing left running after
+    it, output to files in a folder of the worker's that the metric cannot open; with the `isolation` layers the
+    supervisor may make, and at most `limits.tasks` processes and threads where it may make a pids cgroup."""
     uid = gid = -1
     if user:
         account = pwd.getpwnam(user)
         for path in (scratch, *scratch.rglob("*")):
             os.chown(path, account.pw_uid, account.pw_gid)
         uid, gid = account.pw_uid, account.pw_gid
+    time_limit_s = limits.time_limit_s
     with tempfile.TemporaryDirectory(prefix="causaldiag-supervisor-") as private:
         status, out, err = (Path(private) / name for name in ("status.json", "stdout", "stderr"))
-        supervisor = [sys.executable, "-m", f"{__package__}.supervisor", str(status), f"{time_limit_s:g}"]
-        supervisor += [str(uid), str(gid), ",".join(namespaces) or "none", str(max_tasks), "--", *command]
+        plan = Plan(str(status), time_limit_s, uid, gid, isolation.namespaces, limits.tasks, isolation.subreaper)
+        supervisor = [sys.executable, "-m", f"{__package__}.supervisor", json.dumps(asdict(plan)), "--", *command]
         try:
             with out.open("wb") as stdout, err.open("wb") as stderr:
                 done = subprocess.run(
@@ -274,14 +278,14 @@ def score_submitted_metric(
     secrets: Sequence[str],
     user: str | None = None,
     protected: Sequence[Path] = (),
-    namespaces: Sequence[str] = tuple(NAMESPACES),
+    isolation: Isolation = Isolation(),
     allow_reduced: bool = False,
     sha256: str | None = None,
     revision: str = "main",
 ) -> SubmittedScores:
     """Score both explanations of every pair with the submitted `evaluate` module in an isolated child process
     (as `user` when given: needs root) that can read none of the `protected` paths, within `Limits` and the
-    `namespaces` the supervisor may make (as root); with `sha256`, only when the module's files hash to it
+    `isolation` layers the supervisor may make (as root); with `sha256`, only when the module's files hash to it
     (`ModuleSource`). The model is made local first (`fetch_model`): the metric's process has no network. Refused
     where a containment layer is missing on this host
     (`Containment.missing`) unless `allow_reduced`, and always where neither Landlock nor a sandbox user
@@ -325,10 +329,9 @@ def score_submitted_metric(
             [sys.executable, "-m", __name__, str(request), str(answer)],
             scratch,
             sandbox_environment(secrets, scratch),
-            time_limit_s,
+            limits,
             user,
-            namespaces,
-            limits.tasks,
+            isolation,
         )
         if done.returncode != 0:
             output = done.stderr or done.stdout

@@ -13,9 +13,8 @@ this process, never to pipes the worker waits on, so nothing the metric leaves c
 Where it may (as root), it also puts the metric in a pids cgroup (`PidsCgroup`) that caps its processes and threads
 together, so a fork bomb stops there.
 
-Run as ``python -m recoe_causaldiag.leaderboard.supervisor STATUS.json LIMIT_S UID GID NAMESPACES MAX_TASKS --
-COMMAND...`` (UID and GID -1 to keep the worker's; NAMESPACES the ones to make, comma-separated, or "none"; MAX_TASKS
-0 for no pids cgroup); STATUS receives ``{"returncode", "timed_out", "namespaces", "pids_cgroup", "killed"}``.
+Run as ``python -m recoe_causaldiag.leaderboard.supervisor PLAN -- COMMAND...``, PLAN a `Plan` as JSON; its status
+file receives ``{"returncode", "timed_out", "namespaces", "pids_cgroup", "killed"}``.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -156,21 +156,34 @@ def kill_descendants() -> int:
     return killed
 
 
-def supervise(
-    command: Sequence[str], limit_s: float, uid: int, gid: int, namespaces: Sequence[str], max_tasks: int
-) -> dict:
-    """Run `command` (as `uid`/`gid` when not -1, in the `namespaces` this process may make, and with at most
-    `max_tasks` processes and threads where a pids cgroup can be made and `max_tasks` > 0) for at most `limit_s`
-    seconds, then kill everything it left."""
-    become_subreaper()
-    made = enter_namespaces(namespaces)
-    cgroup = PidsCgroup.make(max_tasks) if max_tasks > 0 else None
+@dataclass(frozen=True)
+class Plan:
+    """What the supervisor does: run the command as `uid`/`gid` (-1: the worker's) for at most `limit_s` seconds,
+    in the `namespaces` it may make, with at most `max_tasks` processes and threads where it may make a pids cgroup
+    (0: none), as a child subreaper (`subreaper`; only tests that show what it stops leave it out), and write its
+    status to the file `status`."""
+
+    status: str
+    limit_s: float
+    uid: int = -1
+    gid: int = -1
+    namespaces: tuple[str, ...] = ()
+    max_tasks: int = 0
+    subreaper: bool = True
+
+
+def supervise(command: Sequence[str], plan: Plan) -> dict:
+    """Run `command` as `plan` says, then kill everything it left."""
+    if plan.subreaper:
+        become_subreaper()
+    made = enter_namespaces(plan.namespaces)
+    cgroup = PidsCgroup.make(plan.max_tasks) if plan.max_tasks > 0 else None
     if cgroup is not None:
         cgroup.join()
-    identity = {"user": uid, "group": gid, "extra_groups": []} if uid >= 0 else {}
+    identity = {"user": plan.uid, "group": plan.gid, "extra_groups": []} if plan.uid >= 0 else {}
     child = subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True, **identity)
     try:
-        returncode, timed_out = child.wait(timeout=limit_s), False
+        returncode, timed_out = child.wait(timeout=plan.limit_s), False
     except subprocess.TimeoutExpired:
         returncode, timed_out = None, True
     killed = kill_descendants()
@@ -188,12 +201,12 @@ def supervise(
 
 
 def main(argv: Sequence[str]) -> int:
-    status_path, limit_s, uid, gid, namespaces, max_tasks, separator, *command = argv
+    plan_json, separator, *command = argv
     if separator != "--" or not command:
-        raise SystemExit("usage: supervisor STATUS LIMIT_S UID GID NAMESPACES MAX_TASKS -- COMMAND...")
-    names = () if namespaces == "none" else tuple(namespaces.split(","))
-    status = supervise(command, float(limit_s), int(uid), int(gid), names, int(max_tasks))
-    Path(status_path).write_text(json.dumps(status), encoding="utf-8")
+        raise SystemExit("usage: supervisor PLAN -- COMMAND...")
+    plan = json.loads(plan_json)
+    plan = Plan(**{**plan, "namespaces": tuple(plan["namespaces"])})
+    Path(plan.status).write_text(json.dumps(supervise(command, plan)), encoding="utf-8")
     return 0
 
 
