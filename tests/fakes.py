@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from recoe_causaldiag.api import Encoded, LabelRequest
+from recoe_causaldiag.api.records import PairRecord
 from recoe_causaldiag.models import DEFAULT_MODEL
 from recoe_causaldiag.prompts import Prompt, Turn
 
@@ -73,3 +74,18 @@ class ScriptedEngine:
 
     def continuation_logits(self, encoded: Sequence[Encoded], *, desc: str = "") -> Iterator[tuple[int, object]]:
         raise NotImplementedError("logits are not scripted")
+
+
+def claim_pair(i: int) -> PairRecord:
+    """A small FactCheck-shaped pair about claim `i`, for tests that need pairs but no dataset."""
+    return PairRecord(
+        f"factcheck-default-{i}",
+        "factcheck",
+        f"Is claim {i} true?",
+        ("true", "false"),
+        "true",
+        (f"Claim {i} holds.",),
+        (f"Claim {i} does not hold.",),
+        f"Claim {i} holds, so it is true.",
+        f"Claim {i} does not hold, so it is false.",
+    )

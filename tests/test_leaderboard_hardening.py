@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fakes import claim_pair
 from matplotlib import cbook
 from submitted_modules import submitted_module
 
 from recoe_causaldiag.api.instance import VariantScores
-from recoe_causaldiag.api.records import PairRecord
 from recoe_causaldiag.api.rows import PairScoreRow
 from recoe_causaldiag.api.run_spec import DatasetIdentity
 from recoe_causaldiag.leaderboard import metric_sandbox, service, worker
@@ -75,7 +75,8 @@ def test_an_answer_of_finite_scores_and_declines_is_read_as_faithful_and_unfaith
     assert scored.variant == "length v2"
     np.testing.assert_array_equal(scored.faithful, [1.5, np.nan, -1e308])
     np.testing.assert_array_equal(scored.unfaithful, [np.nan, 2.0, 0.0])
-    pairs = TaskPairs("factcheck", DatasetIdentity("factcheck", "1.0.0", "0" * 64), (pair(0), pair(1), pair(2)))
+    claims = (claim_pair(0), claim_pair(1), claim_pair(2))
+    pairs = TaskPairs("factcheck", DatasetIdentity("factcheck", "1.0.0", "0" * 64), claims)
     rows = pairs.score_rows("mine", VariantScores(scored.variant, scored.faithful, scored.unfaithful))
     estimate = diagnosticity_from_d([row.d for row in rows])
     assert (estimate.n, estimate.n_valid, estimate.n_nan, estimate.value) == (3, 1, 2, 0.0)
@@ -126,27 +127,13 @@ def test_a_missing_or_oversized_answer_is_refused_without_reading_it(tmp_path, m
 HOSTILE_METRIC = submitted_module("Hostile", 'return {"variant": "v", "scores": [float("inf")] * len(explanations)}')
 
 
-def pair(i: int) -> PairRecord:
-    return PairRecord(
-        f"factcheck-default-{i}",
-        "factcheck",
-        f"Is claim {i} true?",
-        ("true", "false"),
-        "true",
-        (f"Claim {i} holds.",),
-        (f"Claim {i} does not hold.",),
-        f"Claim {i} holds, so it is true.",
-        f"Claim {i} does not hold, so it is false.",
-    )
-
-
 def test_a_submitted_metric_returning_infinite_scores_fails_its_job_and_stores_nothing(tmp_path, monkeypatch):
     """The whole path: the module's +inf goes through the child as JSON, the worker refuses it, the job is FAILED
     with a short path-free reason, and the board stays empty."""
     module = tmp_path / "hostile"
     module.mkdir()
     (module / "hostile.py").write_text(HOSTILE_METRIC)
-    pairs = TaskPairs("factcheck", DatasetIdentity("factcheck", "1.0.0", "0" * 64), (pair(0), pair(1)))
+    pairs = TaskPairs("factcheck", DatasetIdentity("factcheck", "1.0.0", "0" * 64), (claim_pair(0), claim_pair(1)))
     monkeypatch.setattr(worker, "iter_task_pairs", lambda *args, **kwargs: iter([pairs]))
     if metric_sandbox.landlock.abi_version() == 0:  # the check under test is the parent's, not the confinement
         monkeypatch.setattr(metric_sandbox.landlock, "abi_version", lambda: 1)
@@ -349,7 +336,7 @@ def test_a_host_missing_a_containment_layer_runs_no_metric_unless_the_operator_a
     monkeypatch.setattr(metric_sandbox, "_stage", lambda *args: pytest.fail("staged a refused metric"))
     with pytest.raises(MetricRunError, match=r"reduced on this host \(missing: pid namespace\)"):
         metric_sandbox.score_submitted_metric(
-            str(tmp_path), "smollm2-135m-instruct", [pair(0)], time_limit_s=5, secrets=()
+            str(tmp_path), "smollm2-135m-instruct", [claim_pair(0)], time_limit_s=5, secrets=()
         )
     assert "missing: pid namespace" in reduced.describe(False) and "refused" in reduced.describe(False)
     assert "as the operator allows" in reduced.describe(True)
@@ -370,7 +357,7 @@ def test_a_module_changed_after_its_approval_is_never_run(tmp_path, monkeypatch)
         metric_sandbox.score_submitted_metric(
             str(module),
             "smollm2-135m-instruct",
-            [pair(0)],
+            [claim_pair(0)],
             time_limit_s=5,
             secrets=(),
             sha256=approved,
@@ -411,6 +398,6 @@ def test_a_hub_model_is_fetched_by_the_worker_and_read_through_its_cache_links(t
     module.mkdir()
     (module / "reads_its_model.py").write_text(READS_ITS_MODEL)
     scored = metric_sandbox.score_submitted_metric(
-        str(module), "org/model", [pair(0)], time_limit_s=120, secrets=(), revision="v1", allow_reduced=True
+        str(module), "org/model", [claim_pair(0)], time_limit_s=120, secrets=(), revision="v1", allow_reduced=True
     )
     assert fetched == [("org/model", "v1")] and list(scored.faithful) == [23.0]
