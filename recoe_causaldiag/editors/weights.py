@@ -1,0 +1,90 @@
+"""Where a decoder's MLP output matrices are, per architecture, and weight edits applied as deltas that are reverted
+bit for bit, so that one loaded model serves every pair."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+
+
+class EditError(ValueError):
+    """An edit that cannot be made; the message names what to change (the model type and option, or the pair and
+    field)."""
+
+
+@dataclass(frozen=True)
+class MlpLayout:
+    """Where layer `l`'s MLP output projection is (`path` with `{layer}`), and whether its weight is stored as
+    (in, out) rather than torch's (out, in) (GPT-2's Conv1D)."""
+
+    path: str
+    transposed: bool = False
+
+
+LLAMA_STYLE = MlpLayout("model.layers.{layer}.mlp.down_proj")
+LAYOUTS = {
+    "llama": LLAMA_STYLE,
+    "mistral": LLAMA_STYLE,
+    "qwen2": LLAMA_STYLE,
+    "gemma": LLAMA_STYLE,
+    "gemma2": LLAMA_STYLE,
+    "gemma3_text": LLAMA_STYLE,
+    "gpt2": MlpLayout("transformer.h.{layer}.mlp.c_proj", transposed=True),
+}
+"""The MLP output projection of each supported architecture (by `config.model_type`)."""
+DEFAULT_LAYER_FRACTION = 0.18
+"""ROME's edited layer as a fraction of the depth (layer 5 of GPT-J's 28 and of SmolLM2's 30)."""
+
+
+def layout(model: torch.nn.Module, module_path: str | None = None) -> MlpLayout:
+    """The model's MLP layout: `module_path` (with `{layer}`) when given, else the table's entry for its type."""
+    if module_path:
+        return MlpLayout(module_path)
+    model_type = getattr(model.config, "model_type", None)
+    if model_type not in LAYOUTS:
+        raise EditError(
+            f"cannot locate the MLP of model type {model_type!r}; set it with "
+            "--editor-option module=<path with {layer}, e.g. model.layers.{layer}.mlp.down_proj>"
+        )
+    return LAYOUTS[model_type]
+
+
+def default_layer(model: torch.nn.Module) -> int:
+    return max(1, round(model.config.num_hidden_layers * DEFAULT_LAYER_FRACTION))
+
+
+def mlp_output(model: torch.nn.Module, layer: int, mlp: MlpLayout) -> torch.nn.Module:
+    """Layer `layer`'s MLP output projection; an EditError names a layer the model does not have."""
+    depth = model.config.num_hidden_layers
+    if not 0 <= layer < depth:
+        raise EditError(f"layer {layer} is out of range: the model has layers 0-{depth - 1}")
+    return model.get_submodule(mlp.path.format(layer=layer))
+
+
+@dataclass(frozen=True)
+class WeightDelta:
+    """A change to one parameter of a model: its name and the tensor added to it."""
+
+    parameter: str
+    delta: torch.Tensor
+
+
+@contextmanager
+def edited(model: torch.nn.Module, deltas: Sequence[WeightDelta]) -> Iterator[torch.nn.Module]:
+    """The model with the deltas added to its weights; afterwards every touched parameter holds its original values
+    again, bit for bit (copied back, not subtracted)."""
+    parameters = dict(model.named_parameters())
+    originals = {d.parameter: parameters[d.parameter].detach().clone() for d in deltas}
+    try:
+        with torch.no_grad():
+            for d in deltas:
+                weight = parameters[d.parameter]
+                weight.add_(d.delta.to(device=weight.device, dtype=weight.dtype))
+        yield model
+    finally:
+        with torch.no_grad():
+            for name, original in originals.items():
+                parameters[name].copy_(original)
