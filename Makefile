@@ -13,7 +13,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 DEMO_LIMIT ?= 200
 DEMO_OUT ?= results/demo/factcheck.json
 
-.PHONY: setup lint format test test-slow system-test-deps demo build bench space clean
+.PHONY: setup lint format test test-slow test-security system-test-deps demo build bench space clean
 
 setup: $(STAMP)
 
@@ -38,7 +38,12 @@ format: setup
 	$(BIN)/ruff format .
 
 test-slow: setup system-test-deps
-	$(BIN)/python -m pytest -q -m slow
+	$(BIN)/python -m pytest -q -m 'slow and not security'
+
+# The security campaign (issue 14): hostile modules, input fuzzer, worker kills, storage faults, concurrency; it ends
+# with one table of what each case came to.
+test-security: setup system-test-deps
+	$(BIN)/python -m pytest -q -m security
 
 # The PostgreSQL and browser tests use Debian's packages (never a downloaded browser).
 system-test-deps:

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from security_campaign import CRASHED, ESCAPED, REJECTED, CampaignRecorder
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("CAUSALDIAG_CACHE", str(ROOT / ".cache" / "causaldiag"))
@@ -66,3 +67,51 @@ def task_pairs(every_dataset_dir):
         folder = every_dataset_dir / name
         pairs |= {task: load_pairs(folder, config)[:40] for task, config in zip(spec.task_names(), spec.configs)}
     return pairs
+
+
+CAMPAIGN = pytest.StashKey[CampaignRecorder]()
+FAILURES_LISTED = 30
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[CAMPAIGN] = CampaignRecorder()
+
+
+@pytest.fixture()
+def campaign(request: pytest.FixtureRequest) -> CampaignRecorder:
+    """The test's security-campaign recorder: `campaign.record(campaign_name, case, outcome, reason)` records a
+    case in the session's table; `campaign.failures()` lists the test's failed cases."""
+    return request.config.stash[CAMPAIGN].for_test()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A test marked `security("<campaign>")` is one case of that campaign: passed, the layer it tests held
+    ("rejected"); failed, the attack escaped; an error in its set-up is a crash."""
+    report = (yield).get_result()
+    marker = item.get_closest_marker("security")
+    if marker is None or not marker.args or report.skipped:
+        return
+    if report.when == "call" and report.passed:
+        outcome, reason = REJECTED, item.name.removeprefix("test_").replace("_", " ")
+    elif report.when in ("setup", "call") and report.failed:
+        outcome = ESCAPED if report.when == "call" else CRASHED
+        reason = (str(call.excinfo.value).splitlines() or [""])[0][:200] if call.excinfo else ""
+    else:
+        return
+    item.config.stash[CAMPAIGN].record(marker.args[0], item.name, outcome, reason)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """The campaign table, when any case was recorded, and the cases that failed."""
+    recorder = config.stash[CAMPAIGN]
+    if not recorder.cases:
+        return
+    terminalreporter.write_sep("=", "security campaign")
+    for line in recorder.table():
+        terminalreporter.write_line(line)
+    failures = recorder.failures()
+    for case in failures[:FAILURES_LISTED]:
+        terminalreporter.write_line(f"FAILED CASE {case}")
+    if len(failures) > FAILURES_LISTED:
+        terminalreporter.write_line(f"... and {len(failures) - FAILURES_LISTED} more failed cases")

@@ -17,7 +17,7 @@ import pytest
 from submitted_modules import submitted_module
 
 from recoe_causaldiag.leaderboard import landlock, metric_sandbox, supervisor
-from recoe_causaldiag.leaderboard.metric_sandbox import Confinement, MetricRunError, score_submitted_metric
+from recoe_causaldiag.leaderboard.metric_sandbox import Confinement, Isolation, MetricRunError, score_submitted_metric
 from recoe_causaldiag.leaderboard.supervisor import available_namespaces
 
 HOSTILE = submitted_module(
@@ -59,6 +59,10 @@ HOSTILE = submitted_module(
         with open("/dev/shm/causaldiag-hostile", "w") as f:
             f.write("left behind")
 
+    def big_file():
+        with open("big", "wb") as f:
+            f.write(b"x" * (300 * 2**20))
+
     def processes():
         for _ in range(600):
             subprocess.Popen(["sleep", "60"], stdin=subprocess.DEVNULL)
@@ -67,12 +71,13 @@ HOSTILE = submitted_module(
         mmap.mmap(-1, 9 * 2**30).close()  # reserved, never touched: no memory is used when it is allowed
 
     SHOWN = {"grandchild": grandchild, "pid": lambda: f"pid {os.getpid()}"}
-    ACTIONS = {"signal": signal_outside, "tcp": tcp, "udp": udp, "shm": shm, "memory": memory, "processes": processes}
+    ACTIONS = {"signal": signal_outside, "tcp": tcp, "udp": udp, "shm": shm, "memory": memory,
+               "processes": processes, "big_file": big_file}
 """,
 )
 
 pytestmark = [
-    pytest.mark.slow,  # the hostile-module campaign: a sandboxed process per case, run by `make test-slow`
+    pytest.mark.security("hostile modules"),  # a sandboxed process per case, run by `make test-security`
     pytest.mark.skipif(
         landlock.abi_version() < 1, reason="submitted metrics run only confined: needs a kernel with Landlock"
     ),
@@ -103,6 +108,7 @@ def hostile(tmp_path, monkeypatch, factcheck_pairs):
         layers_off: tuple[str, ...] = (),
         *,
         namespaces: tuple[str, ...] = ("network", "pid"),
+        subreaper: bool = True,
         writable: tuple[str, ...] = (),
         time_limit_s: float = 120,
     ) -> str:
@@ -119,7 +125,7 @@ def hostile(tmp_path, monkeypatch, factcheck_pairs):
             factcheck_pairs[:1],
             time_limit_s=time_limit_s,
             secrets=(),
-            namespaces=namespaces,
+            isolation=Isolation(namespaces, subreaper),
         )
         return scored.variant
 
@@ -135,14 +141,20 @@ def alive(pid: int) -> bool:
 
 
 def test_a_setsid_grandchild_is_killed_and_never_holds_the_worker(hostile):
-    started = time.monotonic()
-    variant = hostile("grandchild", namespaces=("network",))  # the subreaper alone; pids as this process sees them
-    pid = int(variant.split()[1])
-    assert time.monotonic() - started < 60, "the worker waited for the grandchild"
-    deadline = time.monotonic() + 5
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not alive(pid), "a setsid grandchild outlived its metric"
+    def outlives_its_metric(**isolation) -> bool:
+        started = time.monotonic()
+        pid = int(hostile("grandchild", **isolation).split()[1])  # pids as this process sees them: no PID namespace
+        assert time.monotonic() - started < 60, "the worker waited for the grandchild"
+        deadline = time.monotonic() + 5
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        survived = alive(pid)
+        if survived:
+            os.kill(pid, signal.SIGKILL)
+        return survived
+
+    assert not outlives_its_metric(namespaces=("network",)), "the subreaper kills it"
+    assert outlives_its_metric(namespaces=("network",), subreaper=False), "control: without the subreaper it lives on"
 
 
 @needs_scoping
@@ -240,3 +252,9 @@ def test_the_pids_cgroup_stops_a_fork_bomb(hostile, monkeypatch):
     assert hostile("processes") == "stopped"
     monkeypatch.setattr(metric_sandbox, "Limits", functools.partial(metric_sandbox.Limits, tasks=0))
     assert hostile("processes") == "escaped", "control: without the cgroup 600 processes start"
+
+
+def test_the_file_size_limit_stops_a_huge_file(hostile, monkeypatch):
+    assert hostile("big_file") == "stopped"
+    monkeypatch.setattr(metric_sandbox, "Limits", functools.partial(metric_sandbox.Limits, file_bytes=2**40))
+    assert hostile("big_file") == "escaped", "control: without the file-size limit 300 MiB are written"
