@@ -1,5 +1,6 @@
-"""ROME on the packaged default model: one fact written into one MLP matrix becomes the prompt's top completion, an
-unrelated prompt's next-token distribution barely moves, and the weights are bit-identical after the edit."""
+"""ROME and MEMIT on the packaged default model: a fact written into the MLP matrices becomes the prompt's top
+completion, an unrelated prompt's next-token distribution barely moves, and the weights are bit-identical after the
+edit."""
 
 from __future__ import annotations
 
@@ -10,13 +11,17 @@ import torch
 
 from recoe_causaldiag.api.records import Rewrite
 from recoe_causaldiag.editors import covariance
+from recoe_causaldiag.editors.memit import MemitOptions, memit_deltas
 from recoe_causaldiag.editors.rome import RomeOptions, rome_deltas
 from recoe_causaldiag.editors.weights import EditError, edited
 
 CAPITAL = Rewrite("The capital of {} is", "France", "Rome", "Paris")
 UNRELATED = ("The capital of Japan is", "Water is made of hydrogen and", "The first month of the year is")
 SPECIFICITY_KL = 0.05
-"""The most an unrelated prompt's next-token distribution may move (KL divergence, nats) under one edit."""
+"""The most an unrelated prompt's next-token distribution may move (KL divergence, nats) under one ROME edit."""
+MEMIT_IDENTITY_SPECIFICITY_KL = 0.1
+"""The same bound for MEMIT with identity key statistics, which are less specific: two facts moved "The capital of
+Japan is" by 0.07 nats (it still completes with " Tokyo")."""
 
 
 def next_token(lm, text: str) -> torch.Tensor:
@@ -101,3 +106,29 @@ def test_an_architecture_without_a_known_mlp_names_the_option(default_lm, monkey
         default_lm, [CAPITAL], RomeOptions(covariance="identity", module="model.layers.{layer}.mlp.down_proj")
     )
     assert deltas[0].parameter == "model.layers.5.mlp.down_proj.weight"
+
+
+TWO_FACTS = [CAPITAL, Rewrite("{} plays the sport of", "Lionel Messi", "basketball", "football")]
+
+
+def test_memit_writes_two_facts_at_once_over_five_layers_and_reverts_exactly(default_lm):
+    model = default_lm.model
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    unrelated = [next_token(default_lm, text) for text in UNRELATED]
+    deltas = memit_deltas(default_lm, TWO_FACTS, MemitOptions(covariance="identity", moment_weight=100.0))
+    assert [d.parameter for d in deltas] == [f"model.layers.{layer}.mlp.down_proj.weight" for layer in range(3, 8)]
+    with edited(model, deltas):
+        assert top_completion(default_lm, "The capital of France is") == " Rome"
+        assert top_completion(default_lm, "Lionel Messi plays the sport of") == " basketball"
+        assert top_completion(default_lm, "The capital of Japan is") == " Tokyo"
+        for text, old in zip(UNRELATED, unrelated):
+            new = next_token(default_lm, text)
+            assert torch.sum(old.exp() * (old - new)) < MEMIT_IDENTITY_SPECIFICITY_KL, text
+    assert all(torch.equal(p, before[name]) for name, p in model.named_parameters()), "restored bit for bit"
+
+
+@pytest.mark.slow
+def test_memit_with_sampled_key_statistics_writes_two_facts(default_lm, statistics):
+    with edited(default_lm.model, memit_deltas(default_lm, TWO_FACTS, MemitOptions())):
+        assert top_completion(default_lm, "The capital of France is") == " Rome"
+        assert top_completion(default_lm, "Lionel Messi plays the sport of") == " basketball"

@@ -22,26 +22,39 @@ from .weights import EditError, WeightDelta, default_layer, edited, layout, mlp_
 
 
 @dataclass(frozen=True)
-class RomeOptions:
-    """The editor's settings (`--editor-option`): the edited `layer` (None: `weights.default_layer`), the `module`
-    path when the architecture is not in `weights.LAYOUTS`, the optimisation of v* (`steps`, `learning_rate`,
-    `weight_decay`, `clamp` as a multiple of ‖v‖, stopping once the new object's mean NLL is under `target_nll`), and
-    the key statistics: 'sampled' (`covariance.key_second_moment`) or 'identity'."""
+class ValueSearch:
+    """How the value that makes a prompt complete with the new object is found: gradient descent for at most
+    `steps` steps (`learning_rate`, `weight_decay`), its shift clamped to `clamp` times the original value's norm,
+    stopping once the new object's mean NLL is under `target_nll`."""
 
-    layer: int | None = None
-    module: str | None = None
     steps: int = 25
     learning_rate: float = 0.5
     weight_decay: float = 1e-3
     clamp: float = 4.0
     target_nll: float = 0.05
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.learning_rate <= 0 or self.clamp <= 0:
+            raise EditError("steps must be at least 1, learning_rate and clamp positive")
+
+
+COVARIANCES = ("sampled", "identity")
+
+
+@dataclass(frozen=True)
+class RomeOptions:
+    """The editor's settings (`--editor-option`): the edited `layer` (None: `weights.default_layer`), the `module`
+    path when the architecture is not in `weights.LAYOUTS`, the value `search`, and the key statistics: 'sampled'
+    (`covariance.key_second_moment`) or 'identity'."""
+
+    layer: int | None = None
+    module: str | None = None
+    search: ValueSearch = ValueSearch()
     covariance: str = "sampled"
 
     def __post_init__(self) -> None:
-        if self.covariance not in ("sampled", "identity"):
-            raise EditError(f"covariance must be 'sampled' or 'identity', not {self.covariance!r}")
-        if self.steps < 1 or self.learning_rate <= 0 or self.clamp <= 0:
-            raise EditError("steps must be at least 1, learning_rate and clamp positive")
+        if self.covariance not in COVARIANCES:
+            raise EditError(f"covariance must be one of {', '.join(COVARIANCES)}, not {self.covariance!r}")
 
 
 @dataclass(frozen=True)
@@ -71,42 +84,46 @@ class EditTarget:
         return cls(tuple(prompt_ids), len(through_subject) - 1, tuple(target_ids))
 
 
-def _key_and_value(model, module, target: EditTarget) -> tuple[torch.Tensor, torch.Tensor]:
-    """The MLP output projection's input (k) and output (v) at the subject's last token."""
-    captured = {}
+def subject_activations(model, module, targets: Sequence[EditTarget]) -> tuple[torch.Tensor, torch.Tensor]:
+    """`module`'s input and output at the subject's last token of each target's prompt, as rows (a block's output
+    is its hidden state)."""
+    inputs, outputs, position = [], [], [0]
 
-    def capture(_module, inputs, output) -> None:
-        captured["k"] = inputs[0][0, target.subject_position].detach()
-        captured["v"] = output[0, target.subject_position].detach()
+    def capture(_module, args, output) -> None:
+        hidden = output[0] if isinstance(output, tuple) else output
+        inputs.append(args[0][0, position[0]].detach())
+        outputs.append(hidden[0, position[0]].detach())
 
     hook = module.register_forward_hook(capture)
     try:
         with torch.no_grad():
-            model(torch.tensor([target.prompt_ids], device=model.device))
+            for target in targets:
+                position[0] = target.subject_position
+                model(torch.tensor([target.prompt_ids], device=model.device))
     finally:
         hook.remove()
-    return captured["k"], captured["v"]
+    return torch.stack(inputs), torch.stack(outputs)
 
 
-def _value_shift(model, module, target: EditTarget, value: torch.Tensor, options: RomeOptions) -> torch.Tensor:
-    """δ: what added to the MLP's output at the subject makes the new object the prompt's completion."""
+def value_shift(model, module, target: EditTarget, value: torch.Tensor, search: ValueSearch) -> torch.Tensor:
+    """δ: what added to `module`'s output at the subject makes the new object the prompt's completion."""
     ids = torch.tensor([target.prompt_ids + target.target_ids[:-1]], device=model.device)
     first = len(target.prompt_ids) - 1
     targets = torch.tensor(target.target_ids, device=model.device)
     delta = torch.zeros_like(value, dtype=torch.float32, requires_grad=True)
-    optimiser = torch.optim.Adam([delta], lr=options.learning_rate)
-    largest = options.clamp * value.float().norm()
+    optimiser = torch.optim.Adam([delta], lr=search.learning_rate)
+    largest = search.clamp * value.float().norm()
 
     def shifted(_module, _inputs, output):
-        output = output.clone()
-        output[0, target.subject_position] += delta.to(output.dtype)
-        return output
+        hidden = (output[0] if isinstance(output, tuple) else output).clone()
+        hidden[0, target.subject_position] += delta.to(hidden.dtype)
+        return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
 
     trainable = [p for p in model.parameters() if p.requires_grad]
     for parameter in trainable:
         parameter.requires_grad_(False)
     try:
-        for _ in range(options.steps):
+        for _ in range(search.steps):
             hook = module.register_forward_hook(shifted)
             try:
                 logits = model(ids).logits[0, first : first + len(targets)].float()
@@ -114,12 +131,12 @@ def _value_shift(model, module, target: EditTarget, value: torch.Tensor, options
                 hook.remove()
             nll = torch.nn.functional.cross_entropy(logits, targets)
             optimiser.zero_grad()
-            (nll + options.weight_decay * delta.norm() ** 2).backward()
+            (nll + search.weight_decay * delta.norm() ** 2).backward()
             optimiser.step()
             with torch.no_grad():
                 if delta.norm() > largest:
                     delta.mul_(largest / delta.norm())
-            if nll.item() < options.target_nll:
+            if nll.item() < search.target_nll:
                 break
     finally:
         for parameter in trainable:
@@ -136,9 +153,9 @@ def rome_delta(
     layer = default_layer(model) if options.layer is None else options.layer
     module = mlp_output(model, layer, mlp)
     target = EditTarget.of(tokenizer, rewrite, where)
-    key, value = _key_and_value(model, module, target)
-    delta = _value_shift(model, module, target, value, options)
-    key = key.float()
+    keys, values = subject_activations(model, module, [target])
+    delta = value_shift(model, module, target, values[0], options.search)
+    key = keys[0].float()
     direction = key if second_moment is None else torch.linalg.solve(second_moment.to(key), key)
     update = torch.outer(delta, direction) / (direction @ key)
     return WeightDelta(f"{mlp.path.format(layer=layer)}.weight", update.T if mlp.transposed else update)

@@ -23,6 +23,11 @@ class MlpLayout:
     path: str
     transposed: bool = False
 
+    @property
+    def block(self) -> str:
+        """The path of the decoder block that holds the projection (`path` up to its `{layer}`)."""
+        return self.path.split("{layer}")[0] + "{layer}"
+
 
 LLAMA_STYLE = MlpLayout("model.layers.{layer}.mlp.down_proj")
 LAYOUTS = {
