@@ -4,6 +4,7 @@ scripted functions of the prompt, and records what it was asked. Its model stub 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -89,3 +90,12 @@ def claim_pair(i: int) -> PairRecord:
         f"Claim {i} holds, so it is true.",
         f"Claim {i} does not hold, so it is false.",
     )
+
+
+def flip_a_byte(path: Path) -> None:
+    """Corrupt a file without changing its size: the middle byte inverted."""
+    with path.open("r+b") as handle:
+        handle.seek(path.stat().st_size // 2)
+        byte = handle.read(1)
+        handle.seek(-1, 1)
+        handle.write(bytes([byte[0] ^ 0xFF]))

@@ -5,6 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 import transformers
+from fakes import flip_a_byte
 
 from recoe_causaldiag import models, prompts
 from recoe_causaldiag.api.registry import UnknownNameError
@@ -118,11 +119,7 @@ def test_a_same_size_corruption_of_the_cache_fails_the_sha256_check_and_is_rebui
     assert models.verify_packaged_model("smollm2-135m-instruct") and rebuilt == []
 
     weights = folder / "model.safetensors"
-    with weights.open("r+b") as handle:
-        handle.seek(weights.stat().st_size // 2)
-        byte = handle.read(1)
-        handle.seek(-1, 1)
-        handle.write(bytes([byte[0] ^ 0xFF]))
+    flip_a_byte(weights)
     assert packaged_model_dir("smollm2-135m-instruct") == folder and rebuilt == [], "sizes alone pass"
     assert not models.verify_packaged_model("smollm2-135m-instruct") and rebuilt == [folder]
 

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from fakes import flip_a_byte
 from security_campaign import ACCEPTED, ACCEPTED_WRONGLY, CRASHED, LOST, REJECTED, CampaignRecorder
 from test_leaderboard_queue import rows
 from test_leaderboard_storage import REQUEST
@@ -131,11 +132,7 @@ def test_a_corrupted_model_cache_fails_its_check_and_is_rebuilt(tmp_path, monkey
     shutil.copytree(packaged_model_dir(DEFAULT_MODEL), cached)
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     weights = cached / "model.safetensors"
-    with weights.open("r+b") as f:
-        f.seek(weights.stat().st_size // 2)
-        byte = f.read(1)
-        f.seek(-1, 1)
-        f.write(bytes([byte[0] ^ 0xFF]))
+    flip_a_byte(weights)
     caught = not verify_packaged_model(DEFAULT_MODEL)
     if not caught:
         answer = ACCEPTED_WRONGLY, "a corrupted cache passed its sha256 check"
