@@ -63,6 +63,7 @@ build: setup
 
 bench: setup
 	$(BIN)/python bench/bench_scoring.py --pairs 8
+	$(BIN)/python bench/bench_editors.py --pairs 4
 
 clean:
 	rm -rf build results .cache
