@@ -187,7 +187,7 @@ class Leaderboard:
         return None
 
     def _metric_job(self, job_id: int) -> Job | str:
-        job = self.queue.find(int(job_id))
+        job = self.queue.find(int(job_id)) if 0 < int(job_id) < 2**63 else None
         if job is None:
             return f"Rejected: there is no job #{int(job_id)}."
         if job.request.kind != METRIC_JOB:
