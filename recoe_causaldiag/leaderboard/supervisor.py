@@ -34,6 +34,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 NAMESPACES = {"network": 0x40000000, "pid": 0x20000000}
 """The namespaces the supervisor makes where it may, by name, with their `unshare` flags."""
 KILL_ROUNDS_S = 10.0
+REMOVE_WAIT_S = 5.0
 PIDS_HIERARCHIES = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
 """Where a pids cgroup may be made: the cgroup v1 pids hierarchy, or the v2 unified one."""
 
@@ -66,13 +67,20 @@ class PidsCgroup:
         (self.folder / "cgroup.procs").write_text(str(os.getpid()))
 
     def remove(self) -> None:
-        """Move this process back to its hierarchy's root and delete the cgroup; one that still has members (a
-        process the kill rounds could not end) is left for the operator, named on stderr."""
+        """Move this process back to its hierarchy's root and delete the cgroup, once the kernel has let go of the
+        killed members (it refuses while they are being freed, for up to REMOVE_WAIT_S); one that still has
+        members then is left for the operator, named on stderr."""
         (self.folder.parent / "cgroup.procs").write_text(str(os.getpid()))
-        try:
-            self.folder.rmdir()
-        except OSError as err:
-            print(f"supervisor: could not remove {self.folder}: {err}", file=sys.stderr)
+        deadline = time.monotonic() + REMOVE_WAIT_S
+        while True:
+            try:
+                self.folder.rmdir()
+                return
+            except OSError as err:
+                if time.monotonic() > deadline:
+                    print(f"supervisor: could not remove {self.folder}: {err}", file=sys.stderr)
+                    return
+                time.sleep(0.02)
 
 
 def pids_cgroup_available() -> bool:
