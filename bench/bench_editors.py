@@ -4,18 +4,14 @@ estimate of the key statistics, for the default model on this machine."""
 
 from __future__ import annotations
 
-import argparse
-import tempfile
 import time
-from pathlib import Path
 
 import torch
+from factcheck_bench import model_and_pairs
 
 from recoe_causaldiag.editors.memit import MemitOptions, memit_deltas
 from recoe_causaldiag.editors.rome import EditTarget, RomeOptions, rome_deltas
 from recoe_causaldiag.editors.weights import edited
-from recoe_causaldiag.models import DEFAULT_MODEL, load_model
-from recoe_causaldiag.task_pairs import iter_task_pairs
 
 
 def efficacy(lm, rewrites) -> int:
@@ -38,14 +34,8 @@ def timed(edit, lm, rewrites) -> tuple[float, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--pairs", type=int, default=4)
-    parser.add_argument("--model", default=DEFAULT_MODEL)
-    args = parser.parse_args()
-    lm = load_model(args.model)
-    with tempfile.TemporaryDirectory() as tmp:
-        (factcheck,) = iter_task_pairs(("factcheck",), Path(tmp), limit=args.pairs, seed=0)
-    rewrites = [rewrite for pair in factcheck.pairs for rewrite in pair.rewrites]
+    lm, pairs = model_and_pairs(__doc__, default_pairs=4)
+    rewrites = [rewrite for pair in pairs for rewrite in pair.rewrites]
     print(f"model {lm.name} on {lm.device} ({torch.get_num_threads()} threads); {len(rewrites)} FactCheck rewrites")
     print(f"before editing: {efficacy(lm, rewrites)}/{len(rewrites)} new objects are already the top completion")
     editors = {
@@ -61,9 +51,9 @@ def main() -> None:
             seconds, hits = sum(s for s, _ in results), sum(h for _, h in results)
             print(f"{name:<46} {seconds / len(rewrites):6.2f} s per edit, efficacy {hits}/{len(rewrites)}")
         else:
-            results = [timed(edit, lm, list(pair.rewrites)) for pair in factcheck.pairs]
+            results = [timed(edit, lm, list(pair.rewrites)) for pair in pairs]
             seconds, hits = sum(s for s, _ in results), sum(h for _, h in results)
-            facts = len(rewrites) / len(factcheck.pairs)
+            facts = len(rewrites) / len(pairs)
             per_pair = f"{seconds / len(results):6.2f} s per pair ({facts:g} facts)"
             print(f"{name:<46} {per_pair}, efficacy {hits}/{len(rewrites)}")
 

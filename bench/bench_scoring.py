@@ -6,32 +6,21 @@ reference implementation does; the engine batches and reuses the cached prefix (
 
 from __future__ import annotations
 
-import argparse
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
+from factcheck_bench import model_and_pairs
 
 from recoe_causaldiag.mechanisms.cot_corruption import corruption_scores
 from recoe_causaldiag.mechanisms.prompting import label_request
 from recoe_causaldiag.metrics import Instance
 from recoe_causaldiag.metrics.filler_tokens import CORRUPTIONS
-from recoe_causaldiag.models import DEFAULT_MODEL, load_model
 from recoe_causaldiag.scoring import ScoringEngine, naive_label_probs
-from recoe_causaldiag.task_pairs import iter_task_pairs
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--pairs", type=int, default=8)
-    parser.add_argument("--model", default=DEFAULT_MODEL)
-    args = parser.parse_args()
-    lm = load_model(args.model)
-    with tempfile.TemporaryDirectory() as tmp:
-        (factcheck,) = iter_task_pairs(("factcheck",), Path(tmp), limit=args.pairs, seed=0)
-    pairs = factcheck.pairs
+    lm, pairs = model_and_pairs(__doc__, default_pairs=8)
     instances = [Instance.from_pair(p, e) for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)]
     requests = [
         label_request(i, c.apply(i.explanation) if c else i.explanation)

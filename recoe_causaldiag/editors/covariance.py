@@ -94,3 +94,9 @@ def _write_whole(target: Path, write) -> None:
         os.replace(staged, target)
     finally:
         Path(staged).unlink(missing_ok=True)
+
+
+def layer_second_moment(lm, mlp, layer: int) -> torch.Tensor:
+    """`key_second_moment` of the loaded model `lm`'s projection at `layer` (`weights.MlpLayout`)."""
+    module = lm.model.get_submodule(mlp.path.format(layer=layer))
+    return key_second_moment(lm.model, lm.tokenizer, f"{lm.name}@{lm.revision}", mlp.parameter(layer), module)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from ..api.records import Rewrite
-from .covariance import key_second_moment
+from .covariance import layer_second_moment
 from .rome import COVARIANCES, EditTarget, ValueSearch, subject_activations, value_shift
 from .weights import EditError, WeightDelta, edited, layout, mlp_output
 
@@ -74,12 +74,11 @@ def memit_deltas(lm, rewrites: Sequence[Rewrite], options: MemitOptions, where: 
             _, current = subject_activations(model, last_block, targets)
         keys = keys.double()
         residual = (goals.double() - current.double()) / (len(layers) - done)
-        parameter = f"{mlp.path.format(layer=layer)}.weight"
         if options.covariance == "sampled":
-            moment = key_second_moment(model, tokenizer, f"{lm.name}@{lm.revision}", parameter, module)
+            moment = layer_second_moment(lm, mlp, layer)
         else:
             moment = keys.square().mean() * torch.eye(keys.shape[1], dtype=keys.dtype)
         system = options.moment_weight * moment.to(keys) + keys.T @ keys
         update = torch.linalg.solve(system, keys.T @ residual).T.float()
-        deltas.append(WeightDelta(parameter, update.T if mlp.transposed else update))
+        deltas.append(mlp.delta(layer, update))
     return deltas

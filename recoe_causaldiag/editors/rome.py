@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from ..api.records import Rewrite
-from .covariance import key_second_moment
+from .covariance import layer_second_moment
 from .weights import EditError, WeightDelta, default_layer, edited, layout, mlp_output
 
 
@@ -144,21 +144,14 @@ def value_shift(model, module, target: EditTarget, value: torch.Tensor, search: 
     return delta.detach()
 
 
-def rome_delta(
-    model, tokenizer, rewrite: Rewrite, options: RomeOptions, second_moment: torch.Tensor | None, where: str = "rewrite"
-) -> WeightDelta:
-    """The rank-one change of one MLP output matrix that writes `rewrite` into the model (`second_moment`: the
-    layer's key statistics, None for the identity)."""
-    mlp = layout(model, options.module)
-    layer = default_layer(model) if options.layer is None else options.layer
-    module = mlp_output(model, layer, mlp)
-    target = EditTarget.of(tokenizer, rewrite, where)
+def _rank_one(model, module, target: EditTarget, search: ValueSearch, second_moment: torch.Tensor | None):
+    """ΔW (out × in) that writes `target` into `module` (`second_moment`: the layer's key statistics, None for the
+    identity)."""
     keys, values = subject_activations(model, module, [target])
-    delta = value_shift(model, module, target, values[0], options.search)
+    delta = value_shift(model, module, target, values[0], search)
     key = keys[0].float()
     direction = key if second_moment is None else torch.linalg.solve(second_moment.to(key), key)
-    update = torch.outer(delta, direction) / (direction @ key)
-    return WeightDelta(f"{mlp.path.format(layer=layer)}.weight", update.T if mlp.transposed else update)
+    return torch.outer(delta, direction) / (direction @ key)
 
 
 def rome_deltas(lm, rewrites: Sequence[Rewrite], options: RomeOptions, where: str = "rewrites") -> list[WeightDelta]:
@@ -169,12 +162,10 @@ def rome_deltas(lm, rewrites: Sequence[Rewrite], options: RomeOptions, where: st
     mlp = layout(model, options.module)
     layer = default_layer(model) if options.layer is None else options.layer
     module = mlp_output(model, layer, mlp)
-    second_moment = None
-    if options.covariance == "sampled":
-        parameter = f"{mlp.path.format(layer=layer)}.weight"
-        second_moment = key_second_moment(model, tokenizer, f"{lm.name}@{lm.revision}", parameter, module)
+    second_moment = layer_second_moment(lm, mlp, layer) if options.covariance == "sampled" else None
     deltas: list[WeightDelta] = []
     for index, rewrite in enumerate(rewrites):
+        target = EditTarget.of(tokenizer, rewrite, f"{where}[{index}]")
         with edited(model, deltas):
-            deltas.append(rome_delta(model, tokenizer, rewrite, options, second_moment, f"{where}[{index}]"))
+            deltas.append(mlp.delta(layer, _rank_one(model, module, target, options.search, second_moment)))
     return deltas

@@ -23,6 +23,14 @@ class MlpLayout:
     path: str
     transposed: bool = False
 
+    def parameter(self, layer: int) -> str:
+        """The name of layer `layer`'s projection weight among the model's parameters."""
+        return f"{self.path.format(layer=layer)}.weight"
+
+    def delta(self, layer: int, update: torch.Tensor) -> WeightDelta:
+        """`update` (out × in) as the change of layer `layer`'s projection weight, in the layout it is stored in."""
+        return WeightDelta(self.parameter(layer), update.T if self.transposed else update)
+
     @property
     def block(self) -> str:
         """The path of the decoder block that holds the projection (`path` up to its `{layer}`)."""
