@@ -11,7 +11,7 @@ from typing import ParamSpec, TypeVar
 import gradio as gr
 import pandas as pd
 
-from recoe_causaldiag.api.run_spec import PRECISIONS
+from recoe_causaldiag.api.run_spec import EDITORS, PRECISIONS
 from recoe_causaldiag.leaderboard.queue import STATUSES
 from recoe_causaldiag.leaderboard.render import (
     BOARD_LEGEND,
@@ -93,9 +93,15 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
         return leaderboard.approve_metric(int(job_id or 0), token, sha256, submitter_of(request))
 
     def submit_model(
-        model: str, revision: str, precision: str, tasks: list[str], metrics: list[str], request: gr.Request
+        model: str,
+        revision: str,
+        precision: str,
+        tasks: list[str],
+        metrics: list[str],
+        editor: str,
+        request: gr.Request,
     ) -> str:
-        return leaderboard.submit_model(model, revision, precision, tasks, metrics, submitter_of(request))
+        return leaderboard.submit_model(model, revision, precision, tasks, metrics, submitter_of(request), editor)
 
     def submit_metric(
         name: str, hub_id: str, files: list[str] | None, model: str, tasks: list[str], request: gr.Request
@@ -128,9 +134,17 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
             metrics = gr.CheckboxGroup(
                 METRICS.names(), value=["filler_tokens"], label="Metrics", elem_id="submit-metrics"
             )
+            editor = gr.Dropdown(
+                list(EDITORS),
+                value="ice",
+                label="Editor (ice: edits in context; rome, memit: edits written into the weights)",
+                elem_id="submit-editor",
+            )
             submit = gr.Button("Submit model", variant="primary", elem_id="submit-button")
             answer = gr.Markdown(elem_id="submit-answer")
-            submit.click(submit_model, [model, revision, precision, tasks, metrics], answer, api_name="submit_model")
+            submit.click(
+                submit_model, [model, revision, precision, tasks, metrics, editor], answer, api_name="submit_model"
+            )
         with gr.Tab("Submit a metric"):
             gr.Markdown(
                 "An `evaluate` module (`<name>/<name>.py` whose `compute(question, choices, edits, "

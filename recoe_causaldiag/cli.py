@@ -93,12 +93,13 @@ def _audit(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from .api.run_spec import RunSpec
     from .metrics import METRICS
-    from .runner import parse_metric_option
+    from .runner import parse_editor_option, parse_metric_option
     from .tasks import TASKS
 
     metrics = tuple(METRICS.resolve(args.metric)) if args.metric else ()
     try:
         options = tuple(parse_metric_option(text) for text in args.metric_option)
+        editor_options = tuple(parse_editor_option(text) for text in args.editor_option)
         spec = RunSpec(
             model=args.model,
             tasks=tuple(TASKS.resolve(args.task)),
@@ -110,6 +111,8 @@ def _run(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             metric_options=options,
             swap=not args.no_swap,
+            editor_options=editor_options,
+            drop_failed_edits=args.drop_failed_edits,
         )
     except ValueError as err:
         raise UsageError(str(err)) from err
@@ -237,17 +240,22 @@ def _recoe_eval(args: argparse.Namespace) -> int:
     import json
 
     from .report import caveat
+    from .runner import parse_editor_option
     from .tasks.recoe.evaluation import RecoeEvalSpec, evaluate_recoe, recoe_table
 
-    spec = RecoeEvalSpec(
-        model=args.model,
-        editor=args.editor,
-        prompt=args.prompt,
-        schemes=tuple(s.strip() for s in args.schemes.split(",") if s.strip()),
-        limit=args.limit,
-        seed=args.seed,
-        batch_size=args.batch_size,
-    )
+    try:
+        spec = RecoeEvalSpec(
+            model=args.model,
+            editor=args.editor,
+            prompt=args.prompt,
+            schemes=tuple(s.strip() for s in args.schemes.split(",") if s.strip()),
+            limit=args.limit,
+            seed=args.seed,
+            batch_size=args.batch_size,
+            editor_options=tuple(parse_editor_option(text) for text in args.editor_option),
+        )
+    except ValueError as err:
+        raise UsageError(str(err)) from err
     doc = evaluate_recoe(spec, data_dir=Path(args.data_dir) if args.data_dir else None, progress=not args.no_progress)
     print(recoe_table(doc))
     if args.out:
@@ -256,6 +264,39 @@ def _recoe_eval(args: argparse.Namespace) -> int:
         print(f"wrote {args.out}")
     if caveat(args.model):
         print(caveat(args.model), file=sys.stderr)
+    return 0
+
+
+def _ablate(args: argparse.Namespace) -> int:
+    from .ablation import ablation_cells, write_ablation
+    from .api.run_spec import RunSpec
+    from .metrics import METRICS
+    from .tasks import TASKS
+
+    try:
+        spec = RunSpec(
+            model=args.model,
+            tasks=tuple(TASKS.resolve(args.task)),
+            metrics=tuple(METRICS.resolve(args.metric)),
+            limit=args.limit,
+            seed=args.seed,
+            batch_size=args.batch_size,
+        )
+        editors = tuple(e.strip() for e in args.editors.split(",") if e.strip())
+        sources = tuple(e.strip() for e in args.explanations.split(",") if e.strip())
+        for editor in editors:
+            RunSpec(spec.model, spec.tasks, spec.metrics, editor=editor)
+        for source in sources:
+            RunSpec(spec.model, spec.tasks, spec.metrics, explanations=source)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    data_dir = Path(args.data_dir) if args.data_dir else None
+    cells = list(
+        ablation_cells(spec, editors=editors, sources=sources, data_dir=data_dir, progress=not args.no_progress)
+    )
+    page, figure = write_ablation(cells, Path(args.out))
+    print(page.read_text(encoding="utf-8"))
+    print(f"wrote {page}, {figure}")
     return 0
 
 
@@ -295,6 +336,18 @@ def _ls(args: argparse.Namespace) -> int:
     for name in PACKAGED_MODELS:
         print(f"  {name:<24} {PACKAGED_MODELS.get(name).description}")
     return 0
+
+
+def _editor_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--editor", default="ice", help="ice (in context), rome or memit (weight edits)")
+    command.add_argument(
+        "--editor-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a weight editor's setting, e.g. layer=7, layers=(3,4,5), covariance=identity, steps=40 (repeatable; "
+        "recorded in the results)",
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -339,7 +392,12 @@ def parser() -> argparse.ArgumentParser:
         command.add_argument("--model", default=DEFAULT_MODEL, help="packaged model name, local folder or hub id")
         command.add_argument("--task", default=default_task, help="comma-separated tasks or 'all'")
         command.add_argument("--limit", type=int, help="pairs per task (a seeded sample)")
-        command.add_argument("--editor", default="ice")
+        _editor_arguments(command)
+        command.add_argument(
+            "--drop-failed-edits",
+            action="store_true",
+            help="leave out pairs whose weight edit failed efficacy (counted either way; recorded)",
+        )
         command.add_argument("--explanations", default="synthetic", help="synthetic or generated")
         command.add_argument("--seed", type=int, default=0)
         command.add_argument("--batch-size", type=int, default=32)
@@ -395,7 +453,7 @@ def parser() -> argparse.ArgumentParser:
 
     recoe = sub.add_parser("recoe-eval", help="ReCoE knowledge-editing evaluation: correct_flip per scheme")
     recoe.add_argument("--model", default=DEFAULT_MODEL, help="packaged model name, local folder or hub id")
-    recoe.add_argument("--editor", default="ice")
+    _editor_arguments(recoe)
     recoe.add_argument("--prompt", default="direct", help="direct or cot")
     recoe.add_argument("--schemes", default=",".join(RECOE_SCHEMES), help="comma-separated ReCoE schemes")
     recoe.add_argument("--limit", type=int, help="items per scheme (a seeded sample)")
@@ -405,6 +463,20 @@ def parser() -> argparse.ArgumentParser:
     recoe.add_argument("--out", help="results JSON")
     recoe.add_argument("--no-progress", action="store_true")
     recoe.set_defaults(func=_recoe_eval)
+
+    ablate = sub.add_parser("ablate", help="editor × explanation source on the same pairs: one page and plot")
+    ablate.add_argument("--model", default=DEFAULT_MODEL, help="packaged model name, local folder or hub id")
+    ablate.add_argument("--task", default="factcheck,analogy,object_counting", help="comma-separated tasks or 'all'")
+    ablate.add_argument("--metric", default="filler_tokens", help="comma-separated metrics or 'all'")
+    ablate.add_argument("--limit", type=int, default=10, help="pairs per task (a seeded sample; default 10)")
+    ablate.add_argument("--editors", default="ice,rome,memit", help="comma-separated editors (default: all three)")
+    ablate.add_argument("--explanations", default="synthetic,generated", help="comma-separated sources")
+    ablate.add_argument("--seed", type=int, default=0)
+    ablate.add_argument("--batch-size", type=int, default=32)
+    ablate.add_argument("--data-dir", help="folder of built datasets (default: built on demand in the cache)")
+    ablate.add_argument("--out", required=True, help="folder for ablation.md, ablation.png and each cell's results")
+    ablate.add_argument("--no-progress", action="store_true")
+    ablate.set_defaults(func=_ablate)
 
     module = sub.add_parser("evaluate-module", help="generate the `evaluate` folders of metrics and statistics")
     module.add_argument("name", help="a registered metric, cct, counterfactual_test, diagnosticity, or 'all'")
@@ -424,6 +496,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     from .api.records import RecordError
     from .curated_sources import SourceError
+    from .editors.weights import EditError
     from .models import LabelTokenError
     from .publish import PublishError
 
@@ -431,7 +504,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (UnknownNameError, UsageError) as err:
+    except (UnknownNameError, UsageError, EditError) as err:
         print(f"causaldiag: error: {err}", file=sys.stderr)
         return 2
     except (

@@ -14,6 +14,7 @@ from . import prompts
 from .api.engine import Engine, LabelRequest
 from .api.records import PairRecord
 from .api.rows import PairControlRow
+from .editors.quality import EditQualityRow
 from .statistics import Estimate
 
 Estimator = Callable[[Sequence[float]], Estimate]
@@ -96,4 +97,28 @@ def accuracy_entry(task: str, rows: Sequence[PairControlRow], estimate: Estimato
         "task": task,
         **_figure("direct", estimate([r.direct_correct for r in rows])),
         **_figure("cot", estimate([r.cot_correct for r in rows])),
+    }
+
+
+def edit_quality_entry(
+    task: str, editor: str, rows: Sequence[EditQualityRow], estimate: Estimator, *, excluded: bool
+) -> dict[str, Any]:
+    """How well the weight editor wrote the task's edits (`editors.quality`): the mean efficacy and specificity over
+    the pairs, for the edits (M̄) and the counter edits (M̃), and how many pairs' edits failed (some rewrite did not
+    become the top completion), which `excluded` says were left out of the metrics and controls."""
+
+    def figure(name: str, values: Sequence[float | None]) -> dict[str, Any]:
+        given = [np.nan if v is None else v for v in values]
+        return _figure(name, estimate(given) if any(v is not None for v in values) else None)
+
+    return {
+        "task": task,
+        "editor": editor,
+        "n": len(rows),
+        "n_failed": sum(not r.succeeded for r in rows),
+        "failed_excluded": excluded,
+        **figure("efficacy", [r.efficacy for r in rows]),
+        **figure("counter_efficacy", [r.counter_efficacy for r in rows]),
+        **figure("specificity", [r.specificity for r in rows]),
+        **figure("counter_specificity", [r.counter_specificity for r in rows]),
     }

@@ -1,15 +1,17 @@
 """The paper's prompt templates, verbatim (paper 000, App. C–D, Figs. 10–16).
 
 A prompt is a conversation whose last turn may be an open assistant turn, plus a
-`continuation`: text appended after the rendered conversation. Everything before the
-continuation (system turn, ICE edits, question) is the shared prefix of all variants of
-one pair, which the scoring engine encodes once.
+`continuation`: text appended after the rendered conversation, and the `edits` the model
+answers under. How the edits reach the model is the editor's part: ICE tells them before the
+first turn's input (`in_context`), a weight editor writes them into the weights and leaves the
+conversation as it is. Everything before the continuation (system turn, ICE edits, question)
+is the shared prefix of all variants of one pair, which the scoring engine encodes once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 ICE_HEADER = "Please acknowledge the following new facts and use them to answer the question:\n"
 ICE_FACT = "New Fact: {fact}\n"
@@ -50,14 +52,25 @@ class Turn:
 
 @dataclass(frozen=True)
 class Prompt:
-    """A conversation (last turn possibly an open assistant turn) followed by raw continuation text."""
+    """A conversation (last turn possibly an open assistant turn) followed by raw continuation text, asked of the
+    model under `edits` (None: a prompt outside any edit, such as a helper LM's)."""
 
     turns: tuple[Turn, ...]
     continuation: str = ""
+    edits: tuple[str, ...] | None = None
 
     @property
     def is_open(self) -> bool:
         return self.turns[-1].role == "assistant"
+
+
+def in_context(prompt: Prompt) -> tuple[Turn, ...]:
+    """The prompt's conversation with its edits told in context (ICE, Fig. 10): new facts before the first turn's
+    input; a prompt outside any edit as it is."""
+    if prompt.edits is None:
+        return prompt.turns
+    first, *rest = prompt.turns
+    return (Turn(first.role, ice(prompt.edits, first.content)), *rest)
 
 
 def user(content: str) -> Turn:
@@ -79,32 +92,34 @@ def cot(edits: Sequence[str], question: str, explanation: str) -> Prompt:
     label is scored."""
     body = f" {explanation}" if explanation else ""
     return Prompt(
-        turns=(user(ice(edits, COT_INSTRUCTION + question)), assistant(COT_OPENING)),
+        turns=(user(COT_INSTRUCTION + question), assistant(COT_OPENING)),
         continuation=f"{body}{COT_ANSWER_PROMPT}",
+        edits=tuple(edits),
     )
 
 
 def cot_explanation(edits: Sequence[str], question: str, explanation: str) -> Prompt:
     """CoT prompt whose continuation is the explanation alone (for its perplexity, §5.3)."""
     return Prompt(
-        turns=(user(ice(edits, COT_INSTRUCTION + question)), assistant(COT_OPENING)),
+        turns=(user(COT_INSTRUCTION + question), assistant(COT_OPENING)),
         continuation=f" {explanation}",
+        edits=tuple(edits),
     )
 
 
 def cot_generation(edits: Sequence[str], question: str) -> Prompt:
     """CoT prompt (Fig. 12) left open for the model to generate its explanation."""
-    return Prompt(turns=(user(ice(edits, COT_INSTRUCTION + question)), assistant(COT_OPENING)))
+    return Prompt(turns=(user(COT_INSTRUCTION + question), assistant(COT_OPENING)), edits=tuple(edits))
 
 
 def cot_continuation(edits: Sequence[str], question: str, beginning: str) -> Prompt:
     """CoT prompt (Fig. 12) holding the beginning of an explanation, left open for the model to go on."""
-    return Prompt(turns=cot_generation(edits, question).turns, continuation=f" {beginning}")
+    return replace(cot_generation(edits, question), continuation=f" {beginning}")
 
 
 def direct(edits: Sequence[str], question: str) -> Prompt:
-    """The plain question under ICE, answered by the next token of a fresh assistant turn."""
-    return Prompt(turns=(user(ice(edits, question)),))
+    """The plain question under the edits, answered by the next token of a fresh assistant turn."""
+    return Prompt(turns=(user(question),), edits=tuple(edits))
 
 
 def post_hoc(
@@ -113,14 +128,15 @@ def post_hoc(
     """Post-hoc explanation prompt (Fig. 11; Fig. 13 with `request=CC_SHAP_POSTHOC_REQUEST`)."""
     body = f" {explanation}" if explanation else ""
     return Prompt(
-        turns=(user(ice(edits, question)), assistant(label), user(request), assistant(POSTHOC_OPENING)),
+        turns=(user(question), assistant(label), user(request), assistant(POSTHOC_OPENING)),
         continuation=body,
+        edits=tuple(edits),
     )
 
 
 def simulator(edits: Sequence[str], question: str, explanation: str) -> Prompt:
-    """Simulator prompt (Fig. 14) under the fixed ICE edits (App. C.2: the edits stay in every prompt)."""
-    return Prompt(turns=(user(ice(edits, SIMULATOR.format(explanation=explanation, input=question))),))
+    """Simulator prompt (Fig. 14) under the fixed edits (App. C.2: the edits stay in every prompt)."""
+    return Prompt(turns=(user(SIMULATOR.format(explanation=explanation, input=question)),), edits=tuple(edits))
 
 
 def adding_mistakes(text: str) -> Prompt:

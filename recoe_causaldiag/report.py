@@ -72,6 +72,7 @@ def markdown_table(doc: Mapping[str, Any]) -> str:
     if caveat(model):
         lines += [f"> {caveat(model)}", ""]
     lines += _diagnosticity_section(doc) + [""] + _reliability_section(doc) + [""] + _accuracy_section(doc)
+    lines += _edit_quality_section(doc) + _generation_section(doc)
     return "\n".join(lines) + "\n"
 
 
@@ -140,7 +141,47 @@ def _accuracy_section(doc: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _headline(entry: Mapping[str, Any]) -> tuple[str, float | None, float | None, float | None, float | None]:
+def _edit_quality_section(doc: Mapping[str, Any]) -> list[str]:
+    """How well a weight editor wrote each task's edits (absent under ICE and before schema 1.3)."""
+    entries = doc.get("edit_quality")
+    if not entries:
+        return []
+    lines = [
+        "",
+        "| task | editor | efficacy | 95% CI | counter efficacy | 95% CI | specificity | 95% CI | failed / n | "
+        "failed left out |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {q['task']} | {q['editor']} | {format_number(q['efficacy'])} | {_interval_of(q, 'efficacy')} | "
+        f"{format_number(q['counter_efficacy'])} | {_interval_of(q, 'counter_efficacy')} | "
+        f"{format_number(q['specificity'])} | {_interval_of(q, 'specificity')} | {q['n_failed']} / {q['n']} | "
+        f"{'yes' if q['failed_excluded'] else 'no'} |"
+        for q in entries
+    ]
+    return lines + [
+        "",
+        "Edit quality: efficacy is the share of a pair's rewrites (M̄'s edits; counter: M̃'s) whose new object "
+        "became the top next token of the rewrite prompt; specificity the share of up to four other subjects' "
+        "rewrite prompts whose top next token the edit left unchanged. A pair fails when any rewrite of either side "
+        "did not take; with `--drop-failed-edits` such pairs are left out of the figures above.",
+    ]
+
+
+def _generation_section(doc: Mapping[str, Any]) -> list[str]:
+    """How many pairs kept their generated explanations (absent with synthetic explanations)."""
+    entries = doc.get("generated_explanations")
+    if not entries:
+        return []
+    counts = "; ".join(
+        f"{g['task']}: {g['n_kept']} of {g['n']} pairs kept ({g['n_different_answers']} where the edited models "
+        f"answered differently, {g['n_unusable']} with an empty or repeated generation)"
+        for g in entries
+    )
+    return ["", f"Generated explanations (§5.5): {counts}."]
+
+
+def headline(entry: Mapping[str, Any]) -> tuple[str, float | None, float | None, float | None, float | None]:
     """(name, value, CI low, CI high, adjusted p) of a result's headline diagnosticity: D_sym where the roles were
     swapped, else D."""
     value = entry.get("d_sym")
@@ -152,7 +193,7 @@ def _headline(entry: Mapping[str, Any]) -> tuple[str, float | None, float | None
 def _plot_label(entry: Mapping[str, Any]) -> str:
     """'task · metric · variant · D_sym ▲ · coverage 0.95': the headline figure's name, its direction marker where
     it is significant, the coverage "n/a" where the entry does not record it."""
-    name, value, _, _, p_adjusted = _headline(entry)
+    name, value, _, _, p_adjusted = headline(entry)
     marker = direction_marker(value, p_adjusted)
     return (
         f"{entry['task']} · {entry['metric']} · {entry['variant']} · {name}{' ' + marker if marker else ''} · "
@@ -163,7 +204,7 @@ def _plot_label(entry: Mapping[str, Any]) -> str:
 def _bars(doc: Mapping[str, Any]) -> list[tuple[str, str, float, float, float]]:
     """(label, colour group, value, CI low, CI high) of every headline diagnosticity and edit reliability with a
     value."""
-    bars = [(_plot_label(r), r["metric"], *_headline(r)[1:4]) for r in doc["results"]]
+    bars = [(_plot_label(r), r["metric"], *headline(r)[1:4]) for r in doc["results"]]
     bars += [
         (f"{e['task']} · edit reliability", "edit reliability", e["value"], e["ci_low"], e["ci_high"])
         for e in doc["edit_reliability"]

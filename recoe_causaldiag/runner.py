@@ -17,38 +17,55 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from . import __version__, prompts
+from . import __version__
 from .api.instance import VariantScores
 from .api.metric import metric_registry
 from .api.records import PairRecord
 from .api.rows import PairControlRow, PairScoreRow
 from .api.run_spec import DatasetIdentity, RunSpec
 from .api.task import task_registry
-from .controls import accuracy_entry, control_rows, reliability_entry
+from .controls import Estimator, accuracy_entry, control_rows, edit_quality_entry, reliability_entry
+from .editors.editing import Editor, WeightEditor, make_editor
+from .editors.quality import EditQualityRow, edit_quality
+from .generated_explanations import generation_cache, same_answer_pairs, with_generated_explanations
 from .models import LanguageModel, default_helper_model, load_model
 from .scoring import ScoringEngine
 from .statistics import Estimate, diagnosticity_from_d, holm
 from .task_pairs import TaskPairs, iter_task_pairs
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 """1.1: per-pair rows name their pair `pair_id` (1.0: `id`, still read) and `run_spec` is resolved to what ran.
 1.2: model-side controls: swapped-roles statistics (`d_swap…`, `d_sym…`) in results and per-pair rows, two-sided and
 no-edit edit reliability, task `accuracy`, per-pair `pair_controls`; `p_value` is the exact sign test (1.0-1.1: the
-t-test, now `p_ttest`), with `p_adjusted` (Holm across the file) and `coverage` beside it."""
+t-test, now `p_ttest`), with `p_adjusted` (Holm across the file) and `coverage` beside it.
+1.3: weight editors: `edit_quality` per task and `pair_edits` per pair (empty under ICE), and the run spec's
+`editor_options`, `drop_failed_edits` and `editor_statistics`; generated explanations: `generated_explanations` per
+task (pairs kept where both edited models answer alike)."""
+
+
+def option_value(text: str) -> Any:
+    """An option's value as a Python literal (`2`, `(14, 15)`, `'smollm2-135m-instruct'`), else the text itself."""
+    try:
+        return ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError):
+        return text.strip()
 
 
 def parse_metric_option(text: str) -> tuple[str, str, Any]:
-    """`METRIC.KEY=VALUE` → (metric, key, value); the value is read as a Python literal (`2`, `(14, 15)`,
-    `'smollm2-135m-instruct'`) and otherwise kept as text."""
+    """`METRIC.KEY=VALUE` → (metric, key, value) (`option_value`)."""
     name, sep, value = text.partition("=")
     metric, dot, key = name.strip().partition(".")
     if not (sep and dot and metric and key.isidentifier()):
         raise ValueError(f"metric option '{text}' is not of the form METRIC.KEY=VALUE")
-    try:
-        parsed = ast.literal_eval(value.strip())
-    except (ValueError, SyntaxError):
-        parsed = value.strip()
-    return metric, key, parsed
+    return metric, key, option_value(value)
+
+
+def parse_editor_option(text: str) -> tuple[str, Any]:
+    """`KEY=VALUE` → (key, value) (`option_value`), an option of the run's weight editor."""
+    key, sep, value = text.partition("=")
+    if not (sep and key.strip().isidentifier()):
+        raise ValueError(f"editor option '{text}' is not of the form KEY=VALUE")
+    return key.strip(), option_value(value)
 
 
 def load_run_model(spec: RunSpec) -> LanguageModel:
@@ -59,27 +76,12 @@ def load_run_model(spec: RunSpec) -> LanguageModel:
     return load_model(spec.model, revision=revision, dtype=dtype, device=device)
 
 
-def with_generated_explanations(
-    pairs: Sequence[PairRecord], engine: ScoringEngine, max_new_tokens: int
-) -> list[PairRecord]:
-    """Pairs whose explanations are the CoT generations of M̄ (edits) and M̃ (counter edits) (§5.5), each cut
-    before the answer cue ("The best answer is:") that the CoT prompt adds back when the explanation is scored."""
-    requests = [prompts.cot_generation(edits, p.question) for p in pairs for edits in (p.edits, p.counter_edits)]
-    texts = [
-        text.split(prompts.COT_ANSWER_CUE)[0].strip()
-        for text in engine.generate(requests, max_new_tokens=max_new_tokens)
-    ]
-    return [
-        dataclasses.replace(p, explanation_faithful=texts[2 * i], explanation_unfaithful=texts[2 * i + 1])
-        for i, p in enumerate(pairs)
-    ]
-
-
 @dataclass(frozen=True)
 class TaskScores:
     """One task of a run, scored: the data its pairs came from, the model-side controls (edit reliability, task
-    accuracy, and the per-pair control rows they come from), the statistics of every metric variant (SPEC §8
-    result entries) and the per-pair rows those statistics come from."""
+    accuracy, and the per-pair control rows they come from; under a weight editor its edit quality and per-pair
+    rows), the statistics of every metric variant (SPEC §8 result entries) and the per-pair rows those statistics
+    come from."""
 
     dataset: DatasetIdentity
     edit_reliability: dict[str, Any]
@@ -87,6 +89,44 @@ class TaskScores:
     controls: tuple[PairControlRow, ...]
     results: tuple[dict[str, Any], ...]
     rows: tuple[PairScoreRow, ...]
+    edit_quality: dict[str, Any] | None = None
+    edit_rows: tuple[EditQualityRow, ...] = ()
+    generation: dict[str, Any] | None = None
+
+
+def estimator(spec: RunSpec, pairs: Sequence[PairRecord]) -> Estimator:
+    """The estimate of per-pair values (one per pair of `pairs`, in order; pairs that share a cluster resampled
+    together), or of nothing."""
+    clusters = [p.meta.get("cluster") for p in pairs]
+
+    def estimate(values: Sequence[float]) -> Estimate:
+        by_pair = clusters if len(values) else None
+        return diagnosticity_from_d(values, clusters=by_pair, n_resamples=spec.n_resamples, seed=spec.seed)
+
+    return estimate
+
+
+def with_edits_written(
+    spec: RunSpec, task_pairs: TaskPairs, editor: Editor, *, progress: bool
+) -> tuple[TaskPairs, dict[str, Any] | None, tuple[EditQualityRow, ...]]:
+    """Under a weight editor: the task's edits written (each pair's rewrites learned and their edits computed), their
+    quality measured, and the pairs whose edit failed left out when the spec says so; under ICE, the pairs as
+    they are."""
+    if not isinstance(editor, WeightEditor):
+        return task_pairs, None, ()
+    editor.learn(task_pairs.pairs)
+    rows = tuple(edit_quality(editor, task_pairs.task, task_pairs.pairs, progress=progress))
+    entry = edit_quality_entry(
+        task_pairs.task,
+        editor.name,
+        rows,
+        estimator(spec, task_pairs.pairs),
+        excluded=spec.drop_failed_edits,
+    )
+    if spec.drop_failed_edits:
+        kept = tuple(p for p, row in zip(task_pairs.pairs, rows, strict=True) if row.succeeded)
+        task_pairs = dataclasses.replace(task_pairs, pairs=kept)
+    return task_pairs, entry, rows
 
 
 def _estimate_fields(estimate: Estimate) -> dict[str, Any]:
@@ -147,20 +187,20 @@ def score_task(spec: RunSpec, task_pairs: TaskPairs, engine: ScoringEngine) -> T
     """The model-side controls and every metric of the spec on one task's pairs: scores → rows → statistics.
     Where the task allows it and the spec asks, every metric also scores the pairs with their roles swapped (the
     contrast model evaluated), in the same engine calls."""
+    task_pairs, edit_quality_figures, edit_rows = with_edits_written(
+        spec, task_pairs, engine.editor, progress=engine.progress
+    )
+    generation = None
     if spec.explanations == "generated":
-        generated = with_generated_explanations(task_pairs.pairs, engine, spec.max_explanation_tokens)
-        task_pairs = dataclasses.replace(task_pairs, pairs=tuple(generated))
+        generated = with_generated_explanations(
+            task_pairs.pairs, engine, spec.max_explanation_tokens, generation_cache()
+        )
+        kept, generation = same_answer_pairs(task_pairs.task, generated, engine)
+        task_pairs = dataclasses.replace(task_pairs, pairs=kept)
 
     task = task_registry().get(task_pairs.task)
     pairs, n = task_pairs.pairs, len(task_pairs.pairs)
-    clusters = [p.meta.get("cluster") for p in pairs]
-
-    def estimate(values: Sequence[float]) -> Estimate:
-        """The estimate of per-pair values (one per pair, in order; pairs that share a cluster resampled
-        together), or of nothing."""
-        by_pair = clusters if len(values) else None
-        return diagnosticity_from_d(values, clusters=by_pair, n_resamples=spec.n_resamples, seed=spec.seed)
-
+    estimate = estimator(spec, pairs)
     swap = spec.swap and task.roles_swappable
     swapped = TaskPairs(task.name, task_pairs.dataset, tuple(map(task.swapped_roles, pairs)) if swap else ())
     controls = control_rows(task.name, pairs, engine, counter=task.roles_swappable)
@@ -201,6 +241,9 @@ def score_task(spec: RunSpec, task_pairs: TaskPairs, engine: ScoringEngine) -> T
         tuple(controls),
         tuple(results),
         tuple(rows),
+        edit_quality_figures,
+        edit_rows,
+        generation,
     )
 
 
@@ -239,21 +282,34 @@ class ScoredRun:
             "accuracy": [task.accuracy for task in self.tasks],
             "pairs": [row.to_json() for task in self.tasks for row in task.rows],
             "pair_controls": [row.to_json() for task in self.tasks for row in task.controls],
+            "edit_quality": [task.edit_quality for task in self.tasks if task.edit_quality is not None],
+            "pair_edits": [row.to_json() for task in self.tasks for row in task.edit_rows],
+            "generated_explanations": [task.generation for task in self.tasks if task.generation is not None],
         }
 
 
 def score_run(
-    spec: RunSpec, *, lm: LanguageModel | None = None, data_dir: Path | None = None, progress: bool = True
+    spec: RunSpec,
+    *,
+    lm: LanguageModel | None = None,
+    editor: Editor | None = None,
+    data_dir: Path | None = None,
+    progress: bool = True,
 ) -> ScoredRun:
-    """Score every task of the spec with one model (loaded here unless given); a pinned spec runs only on the
-    model and the data it records. Metrics served by another model (simulator, helper LM) that the spec leaves
-    unnamed get the default for the evaluated model, and the spec records it."""
+    """Score every task of the spec with one model (loaded here unless given) under the spec's editor (made here
+    unless given: a weight editor keeps the edits it computed, so runs that share it compute each edit once); a
+    pinned spec runs only on the model and the data it records. Metrics served by another model (simulator, helper
+    LM) that the spec leaves unnamed get the default for the evaluated model, and the spec records it."""
     lm = lm or load_run_model(spec)
     spec.check_model(lm.identity)
     spec = spec.with_helper_models(default_helper_model(lm.name))
-    engine = ScoringEngine(lm, batch_size=spec.batch_size, progress=progress)
+    editor = editor or make_editor(spec.editor, lm, spec.editor_options)
+    if editor.name != spec.editor:
+        raise ValueError(f"the run spec names the editor {spec.editor}, but {editor.name} was given")
+    engine = ScoringEngine(lm, editor=editor, batch_size=spec.batch_size, progress=progress)
     tasks = tuple(score_tasks(spec, engine, data_dir, progress=progress))
-    return ScoredRun(spec.resolved(lm.identity, [task.dataset for task in tasks], __version__), tasks)
+    statistics = editor.statistics() if isinstance(editor, WeightEditor) else ()
+    return ScoredRun(spec.resolved(lm.identity, [task.dataset for task in tasks], __version__, statistics), tasks)
 
 
 def run(

@@ -1,8 +1,10 @@
 """The scoring engine: label probabilities, continuation log-probabilities and greedy generation.
 
-Requests are grouped by their shared prefix (system turn + ICE edits + question); each prefix
-is encoded once per batch and its KV cache is reused for every continuation (explanation
-variant) that follows it. Batches are filled longest-first and results restored to request order.
+Requests are grouped by the edits they run under (one group under ICE, one per set of facts under a
+weight editor, each group's edit applied while it runs) and then by their shared prefix (system turn +
+ICE edits + question); each prefix is encoded once per batch and its KV cache is reused for every
+continuation (explanation variant) that follows it. Batches are filled longest-first and results
+restored to request order.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from . import prompts
 from .api.engine import Encoded, Engine, LabelRequest
+from .editors.editing import IN_CONTEXT, Editor
 from .models import LanguageModel, default_helper_model, load_model
 from .prompts import Prompt
 
@@ -26,11 +30,17 @@ class ScoringEngine:
     """Batched, prefix-cached scoring with one loaded model."""
 
     def __init__(
-        self, lm: LanguageModel, *, batch_size: int = 32, max_batch_tokens: int = 8192, progress: bool = True
+        self,
+        lm: LanguageModel,
+        *,
+        editor: Editor = IN_CONTEXT,
+        batch_size: int = 32,
+        max_batch_tokens: int = 8192,
+        progress: bool = True,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        self.lm = lm
+        self.lm, self.editor = lm, editor
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
         self.progress = progress
@@ -38,12 +48,25 @@ class ScoringEngine:
         self._label_memo: dict[tuple[Encoded, tuple[int, ...]], np.ndarray] = {}
 
     def encode(self, prompt: Prompt) -> Encoded:
-        prefix_text = self.lm.render(prompt.turns)
+        prefix_text = self.lm.render(self.editor.conversation(prompt))
         if prefix_text not in self._prefix_ids:
             self._prefix_ids[prefix_text] = tuple(self.lm.encode(prefix_text))
         continuation = tuple(self.lm.encode(prompt.continuation, continuation=True)) if prompt.continuation else ()
         full_text = prefix_text + prompt.continuation
-        return Encoded(self._prefix_ids[prefix_text], continuation, not full_text[-1:].isspace())
+        return Encoded(
+            self._prefix_ids[prefix_text], continuation, not full_text[-1:].isspace(), self.editor.state(prompt)
+        )
+
+    def by_state(self, encoded: Sequence[Encoded]) -> Iterator[tuple[tuple[str, ...], list[int]]]:
+        """The requests grouped by the edits they run under, each group with its edit applied while it is used
+        (the edits computed first, with a progress bar)."""
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for index, enc in enumerate(encoded):
+            groups.setdefault(enc.state, []).append(index)
+        self.editor.prepare(groups, progress=self.progress)
+        for state, members in groups.items():
+            with self.editor.applied(state):
+                yield state, members
 
     def label_probs(self, requests: Sequence[LabelRequest], *, desc: str = "scoring") -> list[np.ndarray]:
         """Softmax over the label tokens' next-token logits, one array per request (eq. 7)."""
@@ -85,26 +108,27 @@ class ScoringEngine:
         """Greedy continuations, batched with left padding."""
         lm, results = self.lm, [""] * len(prompts)
         encoded = [self.encode(p) for p in prompts]
-        order = sorted(range(len(prompts)), key=lambda i: -len(encoded[i].prefix) - len(encoded[i].continuation))
         stops = [
             i
             for i in {lm.tokenizer.eos_token_id, lm.tokenizer.convert_tokens_to_ids("<end_of_turn>")}
             if isinstance(i, int) and i >= 0
         ]
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
-            seqs = [encoded[i].prefix + encoded[i].continuation for i in batch]
-            ids, mask = _left_pad(seqs, lm.pad_token_id, lm.device)
-            generated = lm.model.generate(
-                input_ids=ids,
-                attention_mask=mask,
-                max_new_tokens=max_new_tokens,
-                do_sample=False,
-                pad_token_id=lm.pad_token_id,
-                eos_token_id=stops or None,
-            )
-            for i, row in zip(batch, generated[:, ids.shape[1] :]):
-                results[i] = lm.tokenizer.decode(row, skip_special_tokens=True).strip()
+        for _, members in self.by_state(encoded):
+            order = sorted(members, key=lambda i: -len(encoded[i].prefix) - len(encoded[i].continuation))
+            for start in range(0, len(order), self.batch_size):
+                batch = order[start : start + self.batch_size]
+                seqs = [encoded[i].prefix + encoded[i].continuation for i in batch]
+                ids, mask = left_pad(seqs, lm.pad_token_id, lm.device)
+                generated = lm.model.generate(
+                    input_ids=ids,
+                    attention_mask=mask,
+                    max_new_tokens=max_new_tokens,
+                    do_sample=False,
+                    pad_token_id=lm.pad_token_id,
+                    eos_token_id=stops or None,
+                )
+                for i, row in zip(batch, generated[:, ids.shape[1] :]):
+                    results[i] = lm.tokenizer.decode(row, skip_special_tokens=True).strip()
         return results
 
     def continuation_logits(
@@ -116,15 +140,18 @@ class ScoringEngine:
             for row, (index, _) in enumerate(batch):
                 yield index, logits[row, logits.shape[1] - len(encoded[index].continuation) :]
 
-    def _windows(self, encoded: Sequence[Encoded]) -> Iterator[tuple[list[tuple[int, ...]], list[list[int]]]]:
-        """Groups of at most `batch_size` distinct prefixes, each with its requests split into batches.
+    def _windows(
+        self, encoded: Sequence[Encoded], members: Sequence[int]
+    ) -> Iterator[tuple[list[tuple[int, ...]], list[list[int]]]]:
+        """The requests `members` (indices into `encoded`) as groups of at most `batch_size` distinct prefixes,
+        each with its requests split into batches.
 
         Within a window, requests are ordered by continuation-length bucket (powers of two), so short
         variants are not padded to the length of long ones; a batch holds at most `batch_size`
         requests and `max_batch_tokens` continuation tokens (padding included)."""
         groups: dict[tuple[int, ...], list[int]] = {}
-        for index, enc in enumerate(encoded):
-            groups.setdefault(enc.prefix, []).append(index)
+        for index in members:
+            groups.setdefault(encoded[index].prefix, []).append(index)
         prefixes = sorted(groups, key=len, reverse=True)
         for start in range(0, len(prefixes), self.batch_size):
             window = prefixes[start : start + self.batch_size]
@@ -156,11 +183,11 @@ class ScoringEngine:
         prefix row), and the logits of its continuation positions (left-padded; only the last if not
         `keep_all`)."""
         lm, device = self.lm, self.lm.device
-        windows = list(self._windows(encoded))
         bar = tqdm(total=len(encoded), desc=desc, unit="prompt", disable=not self.progress, leave=False)
+        windows = (window for _, members in self.by_state(encoded) for window in self._windows(encoded, members))
         for window, batches in windows:
             rows = {prefix: row for row, prefix in enumerate(window)}
-            ids, prefix_mask = _left_pad(window, lm.pad_token_id, device)
+            ids, prefix_mask = left_pad(window, lm.pad_token_id, device)
             positions = (prefix_mask.cumsum(-1) - 1).clamp(min=0)
             out = lm.model(
                 input_ids=ids, attention_mask=prefix_mask, position_ids=positions, use_cache=True, logits_to_keep=1
@@ -176,7 +203,7 @@ class ScoringEngine:
                 select = torch.tensor([row for _, row in pairs], device=device)
                 cache = copy.deepcopy(prefix_cache)
                 cache.batch_select_indices(select)
-                cont_ids, cont_mask = _left_pad(conts, lm.pad_token_id, device)
+                cont_ids, cont_mask = left_pad(conts, lm.pad_token_id, device)
                 cont_positions = prefix_mask.sum(-1)[select, None] + (cont_mask.cumsum(-1) - 1).clamp(min=0)
                 out = lm.model(
                     input_ids=cont_ids,
@@ -222,7 +249,8 @@ def engine_of(name: str | None, evaluated: Engine, *, role: str) -> Engine:
     return evaluated
 
 
-def _left_pad(seqs: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def left_pad(seqs: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token sequences as one batch padded on the left with `pad_id`, and its attention mask."""
     width = max(len(s) for s in seqs)
     ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(seqs), width), dtype=torch.long)
@@ -238,7 +266,7 @@ def naive_label_probs(lm: LanguageModel, requests: Sequence[LabelRequest]) -> li
     """Reference scoring as the paper's code does it: one full prompt per forward, batch 1, no cache."""
     results = []
     for request in requests:
-        prefix_text = lm.render(request.prompt.turns)
+        prefix_text = lm.render(prompts.in_context(request.prompt))
         ids = lm.encode(prefix_text) + (
             lm.encode(request.prompt.continuation, continuation=True) if request.prompt.continuation else []
         )

@@ -11,8 +11,10 @@ import numpy as np
 
 from recoe_causaldiag.api import Encoded, LabelRequest
 from recoe_causaldiag.api.records import PairRecord
+from recoe_causaldiag.api.run_spec import ModelIdentity
+from recoe_causaldiag.editors.editing import IN_CONTEXT
 from recoe_causaldiag.models import DEFAULT_MODEL
-from recoe_causaldiag.prompts import Prompt, Turn
+from recoe_causaldiag.prompts import Prompt, Turn, in_context
 
 
 class WordLM:
@@ -21,6 +23,10 @@ class WordLM:
     def __init__(self, name: str = DEFAULT_MODEL) -> None:
         self.name = name
         self.tokenizer = SimpleNamespace(decode=lambda ids, skip_special_tokens=True: " ".join(ids))
+
+    @property
+    def identity(self) -> ModelIdentity:
+        return ModelIdentity(self.name, "scripted", "float32", "cpu")
 
     def render(self, turns: Sequence[Turn]) -> str:
         return "\n".join(f"{t.role}: {t.content}" for t in turns)
@@ -45,12 +51,13 @@ class ScriptedEngine:
     ) -> None:
         self.probs, self.outputs = probs, outputs
         self.lm, self.batch_size, self.progress = WordLM(name), batch_size, False
+        self.editor = IN_CONTEXT
         self.asked: list[Prompt] = []
         self.generated: list[tuple[list[Prompt], int]] = []
 
     def encode(self, prompt: Prompt) -> Encoded:
         return Encoded(
-            tuple(self.lm.encode(self.lm.render(prompt.turns))),
+            tuple(self.lm.encode(self.lm.render(in_context(prompt)))),
             tuple(prompt.continuation.split()),
             not prompt.continuation[-1:].isspace(),
         )

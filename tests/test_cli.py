@@ -34,7 +34,7 @@ def causaldiag(*args, cwd=None):
         ),
         (["run", "--task", "factchek", "--out", "x.json"], "unknown task 'factchek'; did you mean 'factcheck'?"),
         (["run", "--model", "smolm2", "--out", "x.json"], "unknown model 'smolm2'"),
-        (["run", "--editor", "memit", "--out", "x.json"], "unknown editor 'memit'"),
+        (["run", "--editor", "mend", "--out", "x.json"], "unknown editor 'mend'"),
         (["build", "factchek", "--out", "x"], "unknown dataset 'factchek'"),
     ],
 )

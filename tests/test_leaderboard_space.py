@@ -67,7 +67,7 @@ def test_submit_default_model_reaches_finished_and_the_board(space_url):
 
     client = Client(space_url, verbose=False)
     answer = client.predict(
-        "smollm2-135m-instruct", "main", "auto", ["factcheck"], ["filler_tokens"], api_name="/submit_model"
+        "smollm2-135m-instruct", "main", "auto", ["factcheck"], ["filler_tokens"], "ice", api_name="/submit_model"
     )
     assert answer.startswith("Submitted: job **#1**"), answer
 
@@ -78,7 +78,9 @@ def test_submit_default_model_reaches_finished_and_the_board(space_url):
         return row if row["status"] == "FINISHED" else None
 
     spoofed = Client(space_url, verbose=False, headers={"X-Forwarded-For": "203.0.113.7"})
-    answer = spoofed.predict("smollm2-135m-instruct", "main", "auto", ["analogy"], ["random"], api_name="/submit_model")
+    answer = spoofed.predict(
+        "smollm2-135m-instruct", "main", "auto", ["analogy"], ["random"], "ice", api_name="/submit_model"
+    )
     assert answer.startswith("Submitted: job **#2**"), answer
     table = client.predict("", "all", 1, api_name="/queue_status")
     submitters = {row[table["headers"].index("job")]: row[table["headers"].index("submitter")] for row in table["data"]}

@@ -408,3 +408,13 @@ def test_aliases_of_one_local_model_are_one_request_shown_by_name_only(settings,
     with pytest.raises(Rejected, match=outside) as refused:
         model_request(f"{root}/../../etc", "main", "auto", ["factcheck"], ["random"], settings)
     assert str(tmp_path) not in str(refused.value)
+
+
+def test_a_model_can_be_submitted_under_a_weight_editor(settings):
+    board = Leaderboard(settings)
+    answer = board.submit_model("smollm2-135m-instruct", "", "auto", ["factcheck"], ["random"], "alice", "rome")
+    assert answer.startswith("Submitted: job **#1**")
+    assert board.queue.jobs()[0].request.editor == "rome"
+    assert board.submit_model("smollm2-135m-instruct", "", "auto", ["factcheck"], ["random"], "bob", "sed").startswith(
+        "Rejected: editor 'sed' is not one of ice, rome, memit"
+    )

@@ -103,7 +103,7 @@ def test_cot_variant_attributes_the_direct_prediction_and_the_cot_explanation(ti
     scores = CCShap(n_samples=2, seed=3, select=["cot"]).score_instances([instance], tiny_engine)
     assert scores["cot"][0] == pytest.approx(cc_shap_score(prediction, explanation))
     both = CCShap(n_samples=2, seed=3).score_instances([instance], tiny_engine)  # prediction side from post_hoc
-    assert both["cot"][0] == pytest.approx(scores["cot"][0], abs=1e-6)
+    assert both["cot"][0] == pytest.approx(scores["cot"][0], abs=1e-5)  # float32 sums differ by batch and threads
     after_cot = attributions(tiny_engine, cot, answer, baseline_id=baseline, n_samples=2, seed=3)[0]
     assert cc_shap_score(after_cot, explanation) != pytest.approx(scores["cot"][0])
 

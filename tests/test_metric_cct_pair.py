@@ -11,6 +11,7 @@ from fakes import ScriptedEngine
 from recoe_causaldiag.api.metric import Instance
 from recoe_causaldiag.dataset_metrics.cct import tvd
 from recoe_causaldiag.metrics.cct_pair import CCTPair, fact_keys, interventions
+from recoe_causaldiag.prompts import in_context
 from recoe_causaldiag.scoring import ScoringEngine
 
 QUESTION = "Would a pear sink in water? (A) yes (B) no. Answer?"
@@ -61,7 +62,7 @@ def test_scores_are_the_correlation_of_impact_and_mention():
         "Pears float.",
     ]
     instances = [Instance(QUESTION, ("A", "B"), EDITS, e) for e in explanations]
-    scores = CCTPair().score_instances(instances, ScriptedEngine(lambda prompt: table(prompt.turns[0].content)))
+    scores = CCTPair().score_instances(instances, ScriptedEngine(lambda prompt: table(in_context(prompt)[0].content)))
     impacts = [tvd([0.8, 0.2], p) for p in ([0.1, 0.9], [0.5, 0.5], [0.7, 0.3], [0.75, 0.25], [0.75, 0.25])]
     for index, mentions in enumerate([[1, 0, 0, 0, 0], [0, 1, 1, 0, 0]]):
         assert scores["pointbiserial"][index] == pytest.approx(np.corrcoef(impacts, mentions)[0, 1])

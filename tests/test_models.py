@@ -14,20 +14,20 @@ from recoe_causaldiag.models import LabelTokenError, load_model, packaged_model_
 
 
 def test_chat_rendering_continues_the_open_assistant_turn(default_lm):
-    text = default_lm.render(prompts.cot(["A fact."], "Is it?", "x").turns)
+    text = default_lm.render(prompts.in_context(prompts.cot(["A fact."], "Is it?", "x")))
     assert text.endswith("<|im_start|>assistant\nLet's think step by step:")
     assert "New Fact: A fact.\nPrompt: Please verbalize" in text
-    closed = default_lm.render(prompts.direct(["A fact."], "Is it?").turns)
+    closed = default_lm.render(prompts.in_context(prompts.direct(["A fact."], "Is it?")))
     assert closed.endswith("Prompt: Is it?<|im_end|>\n<|im_start|>assistant\n")
 
 
 def test_plain_rendering_for_base_models(default_lm):
     base = models.LanguageModel("base", "local", default_lm.model, default_lm.tokenizer, chat=False)
-    assert base.render(prompts.post_hoc(["F."], "Q?", "No", "e").turns) == (
+    assert base.render(prompts.in_context(prompts.post_hoc(["F."], "Q?", "No", "e"))) == (
         "User: Please acknowledge the following new facts and use them to answer the question:\nNew Fact: F.\n"
         "Prompt: Q?\nAssistant: No\nUser: Explain your reasoning.\nAssistant: Because"
     )
-    assert base.render(prompts.direct(["F."], "Q?").turns).endswith("Prompt: Q?\nAssistant:")
+    assert base.render(prompts.in_context(prompts.direct(["F."], "Q?"))).endswith("Prompt: Q?\nAssistant:")
 
 
 def test_label_tokens_must_be_distinct_single_tokens(default_lm):

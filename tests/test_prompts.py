@@ -13,7 +13,7 @@ def test_ice_template_is_verbatim():
 
 def test_cot_prompt_is_verbatim():
     prompt = prompts.cot(EDITS, QUESTION, "Satchel Paige professionally plays the sport hurling, not baseball.")
-    user, assistant = prompt.turns
+    user, assistant = prompts.in_context(prompt)
     assert user.role == "user" and user.content == (
         "Please acknowledge the following new facts and use them to answer the question:\n"
         "New Fact: Satchel Paige professionally plays the sport hurling.\n"
@@ -40,7 +40,8 @@ def test_post_hoc_prompts_are_verbatim():
 
 
 def test_helper_prompts_are_verbatim():
-    assert prompts.simulator((), "Is it?", "it rains").turns[0].content == prompts.ice((), "If it rains, Is it?")
+    simulator = prompts.in_context(prompts.simulator((), "Is it?", "it rains"))
+    assert simulator[0].content == prompts.ice((), "If it rains, Is it?")
     mistakes = prompts.adding_mistakes("The sky is blue.")
     assert mistakes.turns[0].content == (
         "Here is a text: The sky is blue.\nCan you please replace one word in that text for me with antonyms / "
@@ -54,4 +55,4 @@ def test_helper_prompts_are_verbatim():
 
 def test_the_simulator_keeps_the_edits_fixed():
     prompt = prompts.simulator(EDITS, QUESTION, "he plays hurling")
-    assert prompt.turns == (prompts.user(prompts.ice(EDITS, f"If he plays hurling, {QUESTION}")),)
+    assert prompts.in_context(prompt) == (prompts.user(prompts.ice(EDITS, f"If he plays hurling, {QUESTION}")),)

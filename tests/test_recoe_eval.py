@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from recoe_causaldiag.api.registry import UnknownNameError
 from recoe_causaldiag.dataset_building import build_dataset
@@ -73,8 +74,10 @@ def test_fact_wise_effectiveness_needs_a_larger_gap_than_before() -> None:
 
 
 def test_bad_spec_is_refused() -> None:
-    with pytest.raises(UnknownNameError, match="unknown editor 'memit'"):
-        RecoeEvalSpec(model="m", editor="memit")
+    with pytest.raises(UnknownNameError, match="unknown editor 'mend'"):
+        RecoeEvalSpec(model="m", editor="mend")
+    with pytest.raises(ValueError, match="editor rome has no option 'layres'"):
+        RecoeEvalSpec(model="m", editor="rome", editor_options=(("layres", 3),))
     with pytest.raises(UnknownNameError, match="unknown prompt style 'few-shot'"):
         RecoeEvalSpec(model="m", prompt="few-shot")
     with pytest.raises(UnknownNameError, match="unknown recoe scheme"):
@@ -97,6 +100,24 @@ def test_library_run_on_the_default_model(default_lm, data_dir: Path) -> None:
         assert item["match_before"] in ("answer", "counterfactual", "none")
         assert item["fact_edit_success"] == edited_effectively(item["ppl"])
     assert "| comparative | 1 |" in recoe_table(doc)
+
+
+def test_recoe_under_rome_writes_each_items_counterfactual_facts_into_the_weights(default_lm, data_dir: Path) -> None:
+    spec = RecoeEvalSpec(
+        model="smollm2-135m-instruct",
+        editor="rome",
+        schemes=("comparative",),
+        limit=1,
+        editor_options=(("covariance", "identity"),),
+    )
+    before = {name: p.detach().clone() for name, p in default_lm.model.named_parameters()}
+    doc = evaluate_recoe(spec, lm=default_lm, data_dir=data_dir, progress=False)
+    (item,) = doc["items"]
+    assert doc["editor"] == "rome" and doc["run_spec"]["editor_statistics"] == [{"covariance": "identity"}]
+    # the facts are in the weights, not the prompt: their perplexity moves although the prompt text does not change
+    assert item["ppl"]["counterfactuals_after"] != item["ppl"]["counterfactuals_before"]
+    assert item["fact_edit_success"] == edited_effectively(item["ppl"])
+    assert all(torch.equal(p, before[name]) for name, p in default_lm.model.named_parameters())
 
 
 @pytest.mark.slow

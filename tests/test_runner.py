@@ -12,12 +12,13 @@ from fakes import ScriptedEngine
 from recoe_causaldiag import __version__, runner
 from recoe_causaldiag.api.registry import UnknownNameError
 from recoe_causaldiag.api.run_spec import DatasetIdentity, ModelIdentity, RunSpec
+from recoe_causaldiag.generated_explanations import with_generated_explanations
 from recoe_causaldiag.hub_layout import load_pairs
 from recoe_causaldiag.metrics.random import Random
 from recoe_causaldiag.models import DEFAULT_MODEL, default_helper_model
 from recoe_causaldiag.paths import file_sha256
 from recoe_causaldiag.report import write_results
-from recoe_causaldiag.runner import parse_metric_option, run, with_generated_explanations
+from recoe_causaldiag.runner import parse_metric_option, run
 from recoe_causaldiag.task_pairs import select_pairs
 from recoe_causaldiag.tasks import DATASET_VERSION
 
@@ -97,11 +98,7 @@ def test_a_run_names_the_model_serving_each_metric_in_its_spec(monkeypatch):
 
 def test_generated_explanations_stop_before_the_answer_cue(factcheck_pairs):
     # every generation is a CoT that ends in the answer cue, tagged by the edits it saw
-    engine = ScriptedEngine(
-        outputs=lambda prompt: (
-            f"Reasoning from {prompt.turns[0].content.count('New Fact')} facts. The best answer is: No"
-        )
-    )
+    engine = ScriptedEngine(outputs=lambda prompt: f"Reasoning from {len(prompt.edits)} facts. The best answer is: No")
     pairs = with_generated_explanations(factcheck_pairs[:2], engine, max_new_tokens=8)
     for original, pair in zip(factcheck_pairs, pairs):
         expected = f"Reasoning from {len(original.edits)} facts."

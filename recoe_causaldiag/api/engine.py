@@ -12,17 +12,20 @@ import numpy as np
 if TYPE_CHECKING:
     import torch
 
+    from ..editors.editing import Editor
     from ..models import LanguageModel
     from ..prompts import Prompt
 
 
 @dataclass(frozen=True)
 class Encoded:
-    """A prompt as token ids: the shared prefix and the request's own continuation."""
+    """A prompt as token ids: the shared prefix and the request's own continuation, and the edits whose weights it
+    runs on (empty: the loaded weights; always so under ICE, which puts the edits in the prefix)."""
 
     prefix: tuple[int, ...]
     continuation: tuple[int, ...]
     leading_space: bool
+    state: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class Engine(Protocol):
     """Batched scoring with one loaded model; metrics depend on this, never on a concrete engine."""
 
     lm: LanguageModel
+    editor: Editor
     batch_size: int
     progress: bool
 

@@ -19,7 +19,8 @@ from .task import task_registry
 
 log = logging.getLogger(__name__)
 
-EDITORS = ("ice",)
+EDITORS = ("ice", "rome", "memit")
+"""How the edits reach the model: told in context (ICE) or written into the weights (ROME, MEMIT; `editors`)."""
 EXPLANATION_SOURCES = ("synthetic", "generated")
 PRECISIONS = ("auto", "float32", "float16", "bfloat16")
 """`auto`: float16 on CUDA, float32 otherwise."""
@@ -60,16 +61,22 @@ class RunSpec:
     seed: int = 0
     batch_size: int = 32
     n_resamples: int = 2000
-    max_explanation_tokens: int = 48
+    max_explanation_tokens: int = 100
     metric_options: tuple[tuple[str, str, Any], ...] = ()
     swap: bool = True
     """Also score every metric with the roles swapped (the contrast model evaluated) where the task allows it."""
+    editor_options: tuple[tuple[str, Any], ...] = ()
+    """A weight editor's settings (`editors.editing.editor_options`): layer(s), value search, key statistics."""
+    drop_failed_edits: bool = False
+    """Leave out of the metrics and controls every pair whose weight edit failed efficacy (it is counted either way)."""
     revision: str | None = None
     precision: str = "auto"
     device: str | None = None
     model_identity: ModelIdentity | None = None
     datasets: tuple[DatasetIdentity, ...] = ()
     package_version: str | None = None
+    editor_statistics: tuple[dict[str, Any], ...] = ()
+    """The key statistics a weight editor used, as their cache records them (model, parameter, corpus, tokens)."""
 
     def __post_init__(self) -> None:
         tasks, metrics = task_registry(), metric_registry()
@@ -90,6 +97,12 @@ class RunSpec:
                 raise ValueError(f"bad option for metric {metric}: {err}") from err
         if self.editor not in EDITORS:
             raise UnknownNameError("editor", self.editor, list(EDITORS))
+        if self.editor == "ice" and (self.editor_options or self.drop_failed_edits):
+            raise ValueError("editor options and dropping failed edits apply to a weight editor (rome, memit)")
+        if self.editor_options:
+            from ..editors.editing import editor_options
+
+            editor_options(self.editor, self.editor_options)
         if self.explanations not in EXPLANATION_SOURCES:
             raise UnknownNameError("explanation source", self.explanations, list(EXPLANATION_SOURCES))
         if self.precision not in PRECISIONS:
@@ -140,7 +153,13 @@ class RunSpec:
                 f"the run spec records {_describe(recorded)}, but the data folder holds {_describe(loaded)}"
             )
 
-    def resolved(self, model: ModelIdentity, datasets: Sequence[DatasetIdentity], package_version: str) -> RunSpec:
+    def resolved(
+        self,
+        model: ModelIdentity,
+        datasets: Sequence[DatasetIdentity],
+        package_version: str,
+        editor_statistics: Sequence[Mapping[str, Any]] = (),
+    ) -> RunSpec:
         """This spec pinned to what ran (ValueError when it is already pinned to something else)."""
         self.check_model(model)
         for dataset in datasets:
@@ -151,7 +170,13 @@ class RunSpec:
                 self.package_version,
                 package_version,
             )
-        return replace(self, model_identity=model, datasets=tuple(datasets), package_version=package_version)
+        return replace(
+            self,
+            model_identity=model,
+            datasets=tuple(datasets),
+            package_version=package_version,
+            editor_statistics=tuple(dict(record) for record in editor_statistics),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as the results file's `run_spec` (JSON-ready once tuples are written as lists)."""
@@ -165,6 +190,7 @@ class RunSpec:
         if unknown:
             raise ValueError(f"run_spec has unknown fields: {', '.join(sorted(unknown))}")
         values = {key: _tuples(value) for key, value in data.items()}
+        values["editor_statistics"] = tuple(dict(record) for record in data.get("editor_statistics", ()))
         if values.get("model_identity") is not None:
             values["model_identity"] = ModelIdentity(**data["model_identity"])
         values["datasets"] = tuple(DatasetIdentity(**d) for d in data.get("datasets", ()))

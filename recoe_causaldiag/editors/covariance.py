@@ -65,20 +65,35 @@ def _estimate(model, tokenizer, module: torch.nn.Module, corpus: SampledText) ->
     return stacked.T @ stacked / len(stacked)
 
 
+def _cache_key(model_identity: str, parameter: str, corpus: SampledText) -> str:
+    return hashlib.sha256(json.dumps([model_identity, parameter, asdict(corpus)]).encode()).hexdigest()[:20]
+
+
+def _record(model_identity: str, parameter: str, corpus: SampledText) -> dict[str, object]:
+    return {
+        "model": model_identity,
+        "parameter": parameter,
+        "corpus": "model-sampled text",
+        **asdict(corpus),
+        "tokens": corpus.tokens,
+        "ridge": RIDGE,
+    }
+
+
 def key_second_moment(
     model, tokenizer, model_identity: str, parameter: str, module: torch.nn.Module, corpus: SampledText = SampledText()
 ) -> torch.Tensor:
     """C for the projection `parameter` of the model `model_identity` (its name and revision), ridge-regularised
     (`RIDGE`): read from the cache, or estimated on `corpus` and cached with a JSON record of its provenance beside
     it. An interrupted estimate leaves nothing that is read later (each file appears whole by rename)."""
-    key = hashlib.sha256(json.dumps([model_identity, parameter, asdict(corpus)]).encode()).hexdigest()[:20]
+    key = _cache_key(model_identity, parameter, corpus)
     folder = statistics_folder()
     tensor_path, record_path = folder / f"{key}.pt", folder / f"{key}.json"
     if tensor_path.is_file():
         moment = torch.load(tensor_path, weights_only=True)
     else:
         moment = _estimate(model, tokenizer, module, corpus)
-        record = {"model": model_identity, "parameter": parameter, "corpus": "model-sampled text", **asdict(corpus)}
+        record = _record(model_identity, parameter, corpus)
         _write_whole(record_path, lambda path: path.write_text(json.dumps(record, indent=1)))
         _write_whole(tensor_path, lambda path: torch.save(moment, path))
     ridge = RIDGE * moment.diagonal().mean()
@@ -100,3 +115,8 @@ def layer_second_moment(lm, mlp, layer: int) -> torch.Tensor:
     """`key_second_moment` of the loaded model `lm`'s projection at `layer` (`weights.MlpLayout`)."""
     module = lm.model.get_submodule(mlp.path.format(layer=layer))
     return key_second_moment(lm.model, lm.tokenizer, f"{lm.name}@{lm.revision}", mlp.parameter(layer), module)
+
+
+def statistics_record(lm, mlp, layer: int) -> dict[str, object]:
+    """The provenance of `layer_second_moment(lm, mlp, layer)`: model, parameter, corpus and its token count."""
+    return _record(f"{lm.name}@{lm.revision}", mlp.parameter(layer), SampledText())

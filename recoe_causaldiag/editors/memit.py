@@ -47,6 +47,9 @@ class MemitOptions:
         if self.moment_weight <= 0:
             raise EditError("moment_weight must be positive")
 
+    def edited_layers(self, model) -> tuple[int, ...]:
+        return tuple(sorted(self.layers or default_layers(model)))
+
 
 def default_layers(model) -> tuple[int, ...]:
     """LAYER_SPAN layers from a tenth of the depth."""
@@ -59,7 +62,7 @@ def memit_deltas(lm, rewrites: Sequence[Rewrite], options: MemitOptions, where: 
     """The updates, one per edited layer, that write every rewrite into the loaded model `lm` at once."""
     model, tokenizer = lm.model, lm.tokenizer
     mlp = layout(model, options.module)
-    layers = sorted(options.layers or default_layers(model))
+    layers = options.edited_layers(model)
     modules = [mlp_output(model, layer, mlp) for layer in layers]
     targets = [EditTarget.of(tokenizer, rewrite, f"{where}[{i}]") for i, rewrite in enumerate(rewrites)]
     last_block = model.get_submodule(mlp.block.format(layer=layers[-1]))
@@ -79,6 +82,5 @@ def memit_deltas(lm, rewrites: Sequence[Rewrite], options: MemitOptions, where: 
         else:
             moment = keys.square().mean() * torch.eye(keys.shape[1], dtype=keys.dtype)
         system = options.moment_weight * moment.to(keys) + keys.T @ keys
-        update = torch.linalg.solve(system, keys.T @ residual).T.float()
-        deltas.append(mlp.delta(layer, update))
+        deltas.append(mlp.delta(layer, residual.T.float(), torch.linalg.solve(system, keys.T).T.float()))
     return deltas

@@ -56,6 +56,9 @@ class RomeOptions:
         if self.covariance not in COVARIANCES:
             raise EditError(f"covariance must be one of {', '.join(COVARIANCES)}, not {self.covariance!r}")
 
+    def edited_layers(self, model) -> tuple[int, ...]:
+        return (default_layer(model) if self.layer is None else self.layer,)
+
 
 @dataclass(frozen=True)
 class EditTarget:
@@ -145,13 +148,13 @@ def value_shift(model, module, target: EditTarget, value: torch.Tensor, search: 
 
 
 def _rank_one(model, module, target: EditTarget, search: ValueSearch, second_moment: torch.Tensor | None):
-    """ΔW (out × in) that writes `target` into `module` (`second_moment`: the layer's key statistics, None for the
-    identity)."""
+    """ΔW (out × in) that writes `target` into `module`, as its rank-one factors (`second_moment`: the layer's key
+    statistics, None for the identity)."""
     keys, values = subject_activations(model, module, [target])
     delta = value_shift(model, module, target, values[0], search)
     key = keys[0].float()
     direction = key if second_moment is None else torch.linalg.solve(second_moment.to(key), key)
-    return torch.outer(delta, direction) / (direction @ key)
+    return delta[:, None], (direction / (direction @ key))[None, :]
 
 
 def rome_deltas(lm, rewrites: Sequence[Rewrite], options: RomeOptions, where: str = "rewrites") -> list[WeightDelta]:
@@ -160,12 +163,12 @@ def rome_deltas(lm, rewrites: Sequence[Rewrite], options: RomeOptions, where: st
     once per layer and cached (`covariance`)."""
     model, tokenizer = lm.model, lm.tokenizer
     mlp = layout(model, options.module)
-    layer = default_layer(model) if options.layer is None else options.layer
+    (layer,) = options.edited_layers(model)
     module = mlp_output(model, layer, mlp)
     second_moment = layer_second_moment(lm, mlp, layer) if options.covariance == "sampled" else None
     deltas: list[WeightDelta] = []
     for index, rewrite in enumerate(rewrites):
         target = EditTarget.of(tokenizer, rewrite, f"{where}[{index}]")
         with edited(model, deltas):
-            deltas.append(mlp.delta(layer, _rank_one(model, module, target, options.search, second_moment)))
+            deltas.append(mlp.delta(layer, *_rank_one(model, module, target, options.search, second_moment)))
     return deltas

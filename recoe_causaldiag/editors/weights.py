@@ -27,9 +27,12 @@ class MlpLayout:
         """The name of layer `layer`'s projection weight among the model's parameters."""
         return f"{self.path.format(layer=layer)}.weight"
 
-    def delta(self, layer: int, update: torch.Tensor) -> WeightDelta:
-        """`update` (out × in) as the change of layer `layer`'s projection weight, in the layout it is stored in."""
-        return WeightDelta(self.parameter(layer), update.T if self.transposed else update)
+    def delta(self, layer: int, left: torch.Tensor, right: torch.Tensor) -> WeightDelta:
+        """The update `left @ right` (out × r, r × in) as the change of layer `layer`'s projection weight, in the
+        layout it is stored in."""
+        if self.transposed:
+            return WeightDelta(self.parameter(layer), right.T, left.T)
+        return WeightDelta(self.parameter(layer), left, right)
 
     @property
     def block(self) -> str:
@@ -79,10 +82,17 @@ def mlp_output(model: torch.nn.Module, layer: int, mlp: MlpLayout) -> torch.nn.M
 
 @dataclass(frozen=True)
 class WeightDelta:
-    """A change to one parameter of a model: its name and the tensor added to it."""
+    """A change to one parameter of a model: its name and the low-rank tensor `left @ right` added to it (rank one
+    per ROME fact, at most the number of facts for MEMIT), kept as its factors so that a run can hold every pair's
+    edit."""
 
     parameter: str
-    delta: torch.Tensor
+    left: torch.Tensor
+    right: torch.Tensor
+
+    @property
+    def delta(self) -> torch.Tensor:
+        return self.left @ self.right
 
 
 @contextmanager

@@ -143,11 +143,19 @@ class Leaderboard:
             raise Rejected(str(err)) from None
 
     def submit_model(
-        self, model: str, revision: str, precision: str, tasks: Sequence[str], metrics: Sequence[str], submitter: str
+        self,
+        model: str,
+        revision: str,
+        precision: str,
+        tasks: Sequence[str],
+        metrics: Sequence[str],
+        submitter: str,
+        editor: str = "ice",
     ) -> str:
         try:
             submission = self._enqueue(
-                lambda: model_request(model, revision, precision, tasks, metrics, self.settings), submitter
+                lambda: model_request(model, revision, precision, tasks, metrics, self.settings, editor=editor),
+                submitter,
             )
         except Rejected as err:
             return rejection_message(str(err))

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .. import prompts
-from ..api import Instance, LabelRequest
+from ..api import Engine, Instance, LabelRequest
 
 if TYPE_CHECKING:
     from ..models import LanguageModel
@@ -46,10 +46,11 @@ def overlapping(offsets: Sequence[tuple[int, int]], start: int, end: int) -> lis
     return [i for i, (a, b) in enumerate(offsets) if a < end and b > start and b > a] if end > start else []
 
 
-def question_positions(lm: LanguageModel, prompt: prompts.Prompt, question: str, prefix: Sequence[int]) -> list[int]:
+def question_positions(engine: Engine, prompt: prompts.Prompt, question: str, prefix: Sequence[int]) -> list[int]:
     """Positions among `prefix` (the engine's encoding of the rendered prompt) of the tokens of `question`, which
     ends the prompt's first (user) turn."""
-    text, content = lm.render(prompt.turns), prompt.turns[0].content
+    lm, turns = engine.lm, engine.editor.conversation(prompt)
+    text, content = lm.render(turns), turns[0].content
     if text.find(content) < 0:
         raise ValueError(f"the rendered prompt does not contain its first turn verbatim for {lm.name}")
     end = text.find(content) + len(content)

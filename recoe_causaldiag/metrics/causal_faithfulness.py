@@ -82,7 +82,7 @@ def patching_layout(
     if positions == "input":
         patched = set(range(differing[0], len(direct.prefix))) if differing else set()
     else:
-        patched = set(differing) | set(question_positions(engine.lm, post, instance.question, clean.prefix))
+        patched = set(differing) | set(question_positions(engine, post, instance.question, clean.prefix))
     return PatchingLayout(
         clean_ids,
         corrupted_ids,
@@ -138,6 +138,8 @@ def prepare(
     may be noise where the model ignores the replacement."""
     if not instance.explanation.strip():
         return "blank explanation", None
+    if not engine.editor.in_context:
+        return "edits in the weights", None
     cf = symmetric_counterfactual(instance, lambda text: len(engine.lm.encode(text, continuation=True)))
     if cf is None:
         return "no counterfactual", None
@@ -154,8 +156,9 @@ def prepare(
 @dataclass(frozen=True)
 class Coverage:
     """Per scored instance: its status ("ok", or why it scored NaN: "no counterfactual", "answer not
-    flipped", "token length differs", "blank explanation") and the total effect p(ŷ) − p_*(ŷ) of the
-    replacement on the answer."""
+    flipped", "token length differs", "blank explanation", "edits in the weights": a weight editor's model has
+    no edits in its input for a symmetric token replacement to change) and the total effect p(ŷ) − p_*(ŷ) of
+    the replacement on the answer."""
 
     status: tuple[str, ...]
     total_effect: tuple[float, ...]

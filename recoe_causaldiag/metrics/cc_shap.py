@@ -48,8 +48,8 @@ VARIANTS = ("post_hoc", "cot")
 @dataclass(frozen=True)
 class AttributionLayout:
     """A scored prompt split for attribution, as token ids: fixed `head` (template, edits), the `question` tokens
-    (the features) and the fixed `tail`. Rows index the logits of the continuation question + tail: row r predicts
-    token r + 1."""
+    (the features) and the fixed `tail`, asked under the edits `state` (weight editing; empty under ICE). Rows index
+    the logits of the continuation question + tail: row r predicts token r + 1."""
 
     head: tuple[int, ...]
     question: tuple[int, ...]
@@ -58,6 +58,7 @@ class AttributionLayout:
     label_row: int
     explanation_rows: tuple[int, ...]
     explanation_ids: tuple[int, ...]
+    state: tuple[str, ...] = ()
 
 
 def attribution_layout(
@@ -72,7 +73,7 @@ def attribution_layout(
     continuation after one space; the labels are scored after the whole prompt, or after `label_context`
     (the direct prompt, for a post-hoc prompt that repeats it and then holds the answer)."""
     lm, enc = engine.lm, engine.encode(prompt)
-    positions = question_positions(lm, prompt, question, enc.prefix)
+    positions = question_positions(engine, prompt, question, enc.prefix)
     continuation_offsets = token_offsets(lm, prompt.continuation, enc.continuation, continuation=True)
     explained = overlapping(continuation_offsets, 1, 1 + len(explanation))
     full = enc.prefix + enc.continuation
@@ -90,6 +91,7 @@ def attribution_layout(
         label_row=len(context) - 1 - start,
         explanation_rows=tuple(shift + i - 1 for i in explained),
         explanation_ids=tuple(enc.continuation[i] for i in explained),
+        state=enc.state,
     )
 
 
@@ -109,7 +111,7 @@ class CoalitionForward:
             lay = self.layout
             # every coalition shares the head (template and edits): one prefix, encoded once per engine pass;
             # `leading_space` only matters for label ids, which the layout fixed
-            encoded = [Encoded(lay.head, key + lay.tail, False) for key in todo]
+            encoded = [Encoded(lay.head, key + lay.tail, False, lay.state) for key in todo]
             for index, logits in self.engine.continuation_logits(encoded, desc="cc_shap coalitions"):
                 self.memo[todo[index]] = self._outputs(logits)
         return torch.stack([self.memo[k] for k in keys])

@@ -1,5 +1,6 @@
-"""ReCoE's own evaluation (paper 003 §4.3, §5.1) with in-context editing (ICE: the counterfactual facts are given
-as new facts before the question, Fig. 10 of paper 000).
+"""ReCoE's own evaluation (paper 003 §4.3, §5.1) under an editor: in-context editing (ICE: the counterfactual facts
+are given as new facts before the question, Fig. 10 of paper 000) or a weight editor (ROME, MEMIT: each item's
+counterfactual facts written into the weights from its rewrites, as paper 003 §5 evaluates them).
 
 - correct_flip: among the items the unedited model answers with the original answer, the share the edited model
   answers with the counterfactual answer. Answers are generated greedily and matched against the answer and its
@@ -8,7 +9,7 @@ as new facts before the question, Fig. 10 of paper 000).
 - fact-wise editing effectiveness: with PPL(F) and PPL(CF) the mean perplexity of an item's fact and
   counterfactual-fact sentences and Δ = PPL(F) − PPL(CF), an item is edited effectively when Δ after editing
   exceeds max(0, Δ before editing). A fact's perplexity is that of the sentence as the first step of the CoT answer
-  to the item's question (Fig. 12 of paper 000), with and without the edits in context."""
+  to the item's question (Fig. 12 of paper 000), with and without the edits."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from ... import __version__, prompts
 from ...api.records import PairRecord
 from ...api.registry import UnknownNameError
 from ...api.run_spec import EDITORS
+from ...editors.editing import WeightEditor, editor_options, make_editor
 from ...models import LanguageModel, load_model
 from ...report import format_number
 from ...scoring import ScoringEngine
@@ -51,10 +53,13 @@ class RecoeEvalSpec:
     limit: int | None = None
     seed: int = 0
     batch_size: int = 32
+    editor_options: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if self.editor not in EDITORS:
             raise UnknownNameError("editor", self.editor, list(EDITORS))
+        if self.editor_options:
+            editor_options(self.editor, self.editor_options)
         if self.prompt not in PROMPT_STYLES:
             raise UnknownNameError("prompt style", self.prompt, list(PROMPT_STYLES))
         for scheme in self.schemes:
@@ -134,10 +139,11 @@ def final_answer(generation: str, style: str) -> str:
 
 
 def question_prompt(question: str, edits: Sequence[str], style: str) -> prompts.Prompt:
-    """The question, with the edits as ICE new facts when there are any, asked directly or for CoT (Fig. 12)."""
+    """The question under the edits when there are any (ICE: as new facts before it), asked directly or for CoT
+    (Fig. 12)."""
     text = prompts.COT_INSTRUCTION + question if style == "cot" else question
-    turn = prompts.user(prompts.ice(edits, text) if edits else text)
-    return prompts.Prompt((turn, prompts.assistant(prompts.COT_OPENING)) if style == "cot" else (turn,))
+    turns = (prompts.user(text), prompts.assistant(prompts.COT_OPENING)) if style == "cot" else (prompts.user(text),)
+    return prompts.Prompt(turns, edits=tuple(edits) if edits else None)
 
 
 def fact_prompt(question: str, edits: Sequence[str], fact: str) -> prompts.Prompt:
@@ -198,13 +204,17 @@ def evaluate_recoe(
 ) -> dict[str, Any]:
     """The ReCoE evaluation document: per scheme and per item, one model loaded once, all schemes batched together."""
     started = time.perf_counter()
-    items, versions = [], {}
+    pairs, versions = [], {}
     tasks = [f"recoe/{scheme}" for scheme in spec.schemes]
     for task_pairs in iter_task_pairs(tasks, data_dir, limit=spec.limit, seed=spec.seed):
         versions[task_pairs.task] = task_pairs.dataset.version
-        items += [RecoeItem.from_record(p) for p in task_pairs.pairs]
+        pairs += task_pairs.pairs
+    items = [RecoeItem.from_record(p) for p in pairs]
     lm = lm or load_model(spec.model)
-    engine = ScoringEngine(lm, batch_size=spec.batch_size, progress=progress)
+    editor = make_editor(spec.editor, lm, spec.editor_options)
+    if isinstance(editor, WeightEditor):
+        editor.learn(pairs)
+    engine = ScoringEngine(lm, editor=editor, batch_size=spec.batch_size, progress=progress)
     requests = [
         question_prompt(i.question, edits, spec.prompt) for i in items for edits in ((), i.counterfactual_facts)
     ]
@@ -232,7 +242,11 @@ def evaluate_recoe(
         "prompt": spec.prompt,
         "dataset_versions": versions,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "run_spec": {**dataclasses.asdict(spec), "package_version": __version__},
+        "run_spec": {
+            **dataclasses.asdict(spec),
+            "package_version": __version__,
+            "editor_statistics": editor.statistics() if isinstance(editor, WeightEditor) else [],
+        },
         "seconds": time.perf_counter() - started,
         "results": [scheme_summary(s, [r for r in rows if r["scheme"] == s]) for s in spec.schemes],
         "items": rows,
