@@ -46,3 +46,10 @@ def test_generations_are_cached_by_model_editor_and_prompt(tmp_path):
     with pytest.raises(AssertionError, match="generated again"):
         with_generated_explanations(pairs, engine, 32, cache)  # another budget is another generation
     assert generation_cache().path.name == "generations.sqlite"
+
+
+def test_a_task_left_without_pairs_scores_nothing_rather_than_failing():
+    from recoe_causaldiag.metrics.filler_tokens import FillerTokens
+
+    scores = FillerTokens().score([], ScriptedEngine())
+    assert scores and all(s.faithful.size == s.unfaithful.size == 0 for s in scores)

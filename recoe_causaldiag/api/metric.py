@@ -45,7 +45,10 @@ class Metric(ABC):
         """Variant name → one score per instance (NaN where undefined)."""
 
     def score(self, pairs: Sequence[PairRecord], engine: Engine) -> list[VariantScores]:
-        """Scores of both explanations of every pair, one entry per variant."""
+        """Scores of both explanations of every pair, one entry per variant (empty without pairs: a task whose
+        generated explanations kept none)."""
+        if not pairs:
+            return [VariantScores(v, np.empty(0), np.empty(0)) for v in self.variants]
         instances = [
             Instance.from_pair(p, e) for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)
         ]
