@@ -107,10 +107,6 @@ class WeightEditor:
             raise EditError(f"no rewrite is known for the edit {unknown[0]!r}, so it cannot be written into weights")
         return tuple(r for r in map(self.rewrites.__getitem__, state) if changes_the_fact(r))
 
-    def knows(self, state: EditState) -> bool:
-        """Whether every fact of `state` has a rewrite."""
-        return all(fact in self.rewrites for fact in state)
-
     def prepare(self, states: Iterable[EditState], *, progress: bool = False) -> None:
         """Compute the edits of `states` not computed yet."""
         todo = [s for s in dict.fromkeys(states) if s not in self.deltas]

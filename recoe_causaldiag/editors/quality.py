@@ -18,7 +18,8 @@ from .editing import WeightEditor, changes_the_fact
 from .rome import EditTarget
 
 NEIGHBOURS = 4
-"""Neighbourhood prompts per pair: the rewrite prompts of the pairs that follow it (other subjects)."""
+"""Neighbourhood prompts per pair: the first changing rewrite prompt (edits, else counter edits) of each of the pairs
+that follow it, about other subjects."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def edit_quality(
     def targets(rewrites: Sequence[Rewrite]) -> list[EditTarget]:
         return [EditTarget.of(tokenizer, r) for r in rewrites if changes_the_fact(r)]
 
-    firsts = [next((r for r in p.rewrites if changes_the_fact(r)), None) for p in pairs]
+    firsts = [next((r for r in (*p.rewrites, *p.counter_rewrites) if changes_the_fact(r)), None) for p in pairs]
     neighbours = [(EditTarget.of(tokenizer, r).prompt_ids, r.subject) for r in firsts if r is not None]
     owner = [k for k, r in enumerate(firsts) if r is not None]
     loaded = dict(zip((ids for ids, _ in neighbours), top_tokens(lm, [ids for ids, _ in neighbours]), strict=True))
