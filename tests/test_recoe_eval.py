@@ -102,6 +102,7 @@ def test_library_run_on_the_default_model(default_lm, data_dir: Path) -> None:
     assert "| comparative | 1 |" in recoe_table(doc)
 
 
+@pytest.mark.slow
 def test_recoe_under_rome_writes_each_items_counterfactual_facts_into_the_weights(default_lm, data_dir: Path) -> None:
     spec = RecoeEvalSpec(
         model="smollm2-135m-instruct",

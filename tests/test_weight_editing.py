@@ -52,12 +52,11 @@ def rome(default_lm):
     return editor
 
 
-def test_a_weight_editor_asks_without_facts_and_ice_tells_them():
+def test_a_weight_editor_asks_without_facts_and_ice_tells_them(rome):
     prompt = prompts.direct([FACT], "Is the capital of France Paris?")
     assert IN_CONTEXT.conversation(prompt)[0].content == prompts.ice([FACT], "Is the capital of France Paris?")
-    editor = WeightEditor.__new__(WeightEditor)
-    assert editor.conversation(prompt) == (prompts.user("Is the capital of France Paris?"),)
-    assert editor.state(prompt) == (FACT,) and IN_CONTEXT.state(prompt) == ()
+    assert rome.conversation(prompt) == (prompts.user("Is the capital of France Paris?"),)
+    assert rome.state(prompt) == (FACT,) and IN_CONTEXT.state(prompt) == ()
 
 
 def test_each_prompt_runs_on_its_own_edit_and_the_weights_come_back(default_lm, rome):
@@ -87,6 +86,7 @@ def test_edits_are_never_applied_on_top_of_one_another(rome):
                 pass
 
 
+@pytest.mark.slow
 def test_a_run_under_rome_reports_edit_quality_and_its_rows_reproduce_d(default_lm, factcheck_dir):
     spec = RunSpec(
         model="smollm2-135m-instruct",
