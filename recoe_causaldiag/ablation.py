@@ -16,11 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .api.rows import without_nans
 from .api.run_spec import EDITORS, EXPLANATION_SOURCES, RunSpec
 from .editors.editing import make_editor
 from .models import LanguageModel
-from .report import caveat, ci_bar_chart, format_number, format_p_value, headline
+from .report import caveat, format_number, format_p_value, headline
 from .runner import load_run_model, score_run
 from .statistics import holm, wilcoxon_paired
 
@@ -198,25 +200,32 @@ def ablation_markdown(cells: Sequence[AblationCell], tests: Sequence[Comparison]
 
 
 def ablation_plot(cells: Sequence[AblationCell], path: Path) -> None:
-    """Each result row's headline D with its CI per cell, grouped by row; dashed: chance."""
+    """A heat map of each result row's headline D (rows: task · metric · variant; columns: cells), chance white,
+    the value written in each square; grey "no pairs" where a cell scored none."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     rows = list(dict.fromkeys((r["task"], r["metric"], r["variant"]) for c in cells for r in c.document["results"]))
-    bars, colors = [], []
-    for row in rows:
-        for index, cell in enumerate(cells):
-            value, low, high = _cell_headline(cell, row)
-            if value is not None and not math.isnan(value):
-                bars.append((f"{' · '.join(row)} · {cell.name}", value, low, high))
-                colors.append(f"C{index}")
-    model = cells[0].document["model"]["name"]
-    fig = ci_bar_chart(
-        bars,
-        colors,
-        "diagnosticity D_sym (D where not swapped), 95% CI; dashed: chance",
-        bar_height=0.22,
-        title=f"{model}: editor × explanation source"
-        + ("\n(tiny model: pipeline demonstration, not evidence about metrics)" if caveat(model) else ""),
+    values = np.array(
+        [[np.nan if (v := _cell_headline(cell, row)[0]) is None else v for cell in cells] for row in rows], float
     )
+    fig, ax = plt.subplots(figsize=(2.2 + 1.1 * len(cells), 1.2 + 0.22 * len(rows)))
+    image = ax.imshow(np.ma.masked_invalid(values), cmap="RdBu", vmin=0, vmax=1, aspect="auto")
+    ax.set_facecolor("lightgrey")
+    for (i, j), value in np.ndenumerate(values):
+        label = "no pairs" if math.isnan(value) else f"{value:.2f}"
+        ax.text(j, i, label, ha="center", va="center", fontsize=6)
+    ax.set_xticks(range(len(cells)), [c.name for c in cells], fontsize=7, rotation=30, ha="right")
+    ax.set_yticks(range(len(rows)), [" · ".join(row) for row in rows], fontsize=6)
+    model = cells[0].document["model"]["name"]
+    caveat_line = "\n(tiny model: pipeline demonstration, not evidence about metrics)" if caveat(model) else ""
+    ax.set_title(f"{model}: D_sym (D where not swapped) per cell{caveat_line}", fontsize=8)
+    fig.colorbar(image, ax=ax, fraction=0.04, label="diagnosticity (0.5 = chance)")
+    fig.tight_layout()
     fig.savefig(path, dpi=130)
+    plt.close(fig)
 
 
 def write_ablation(cells: Sequence[AblationCell], folder: Path) -> tuple[Path, Path]:
