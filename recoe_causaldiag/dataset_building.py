@@ -21,6 +21,7 @@ from .artifact_probes import (
     render_table,
 )
 from .hub_layout import MANIFEST, write_hub_dataset
+from .paths import locked
 from .tasks import DATASET_VERSION, DATASETS, RELEASE_DATE, TASKS
 
 PROBE_GATE_EXEMPT: dict[str, str] = {}
@@ -99,6 +100,7 @@ def task_dataset_dir(task: str, data_dir: Path) -> tuple[Path, str]:
     """The folder and config holding a task, built into `data_dir` first if it is not there."""
     spec = TASKS.get(task)
     folder = Path(data_dir) / spec.dataset
-    if not (folder / MANIFEST).is_file():
-        build_dataset(spec.dataset, Path(data_dir))
+    with locked(folder):
+        if not (folder / MANIFEST).is_file():
+            build_dataset(spec.dataset, Path(data_dir))
     return folder, spec.config

@@ -17,7 +17,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, P
 
 from .api.registry import Registry, UnknownNameError
 from .api.run_spec import ModelIdentity
-from .paths import cache_root, file_sha256, staged_folder
+from .paths import cache_root, file_sha256, locked, staged_folder
 from .prompts import Turn
 
 log = logging.getLogger(__name__)
@@ -219,11 +219,12 @@ def _converted(name: str, *, verify: bool) -> tuple[Path, bool]:
     gguf = PACKAGED_MODELS.get(name).locate_gguf()
     fingerprint = _gguf_fingerprint(gguf)
     folder = cache_root() / "models" / name
-    passed = (_cache_is_intact if verify else _cache_is_complete)(folder, fingerprint)
-    if not passed:
-        if folder.exists():
-            log.warning("the converted cache of %s in %s fails its check; it is rebuilt", name, folder)
-        _convert_gguf(gguf, folder, fingerprint)
+    with locked(folder):
+        passed = (_cache_is_intact if verify else _cache_is_complete)(folder, fingerprint)
+        if not passed:
+            if folder.exists():
+                log.warning("the converted cache of %s in %s fails its check; it is rebuilt", name, folder)
+            _convert_gguf(gguf, folder, fingerprint)
     return folder, passed
 
 

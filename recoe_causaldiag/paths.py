@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from filelock import FileLock
+
 CACHE_ENV = "CAUSALDIAG_CACHE"
 
 
@@ -37,6 +39,16 @@ def staged_folder(target: Path) -> Iterator[Path]:
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextmanager
+def locked(target: Path) -> Iterator[None]:
+    """Hold the inter-process lock of cache entry `target` (a file beside it) while the block runs, so that of two
+    processes finding the entry missing, one builds it and the other finds it built."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(target.parent / f".{target.name}.lock"):
+        yield
 
 
 def file_sha256(path: Path) -> str:

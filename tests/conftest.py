@@ -15,6 +15,9 @@ os.environ.setdefault("GRADIO_TEMP_DIR", str(ROOT / ".cache" / "gradio"))
 os.environ.setdefault("MPLCONFIGDIR", str(ROOT / ".cache" / "matplotlib"))
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # one thread per worker: two workers on two cores, neither oversubscribing the other's core
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

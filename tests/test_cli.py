@@ -10,6 +10,8 @@ import datasets
 import numpy as np
 import pytest
 
+from recoe_causaldiag.cli import main
+
 FIXTURES = Path(__file__).parent / "fixtures"
 ESTIMATE_KEYS = {"ci_low", "ci_high", "p_value", "p_adjusted", "p_ttest", "coverage", "n", "n_valid", "n_nan"}
 SPEC_RESULT_KEYS = (
@@ -20,9 +22,21 @@ SPEC_RESULT_KEYS = (
 
 
 def causaldiag(*args, cwd=None):
+    """The command in a process of its own, as a user runs it."""
     return subprocess.run(
         [sys.executable, "-m", "recoe_causaldiag.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=900
     )
+
+
+def in_process(capsys, monkeypatch, *args, cwd=None):
+    """The command run by `main` in this process (the heavy imports paid once per test session), with what a
+    process would have returned: its exit code, stdout and stderr."""
+    if cwd is not None:
+        monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, out, err)
 
 
 @pytest.mark.parametrize(
@@ -38,10 +52,16 @@ def causaldiag(*args, cwd=None):
         (["build", "factchek", "--out", "x"], "unknown dataset 'factchek'"),
     ],
 )
-def test_user_mistakes_get_one_line_and_exit_2(tmp_path, args, message):
-    done = causaldiag(*args, cwd=tmp_path)
+def test_user_mistakes_get_one_line_and_exit_2(tmp_path, capsys, monkeypatch, args, message):
+    done = in_process(capsys, monkeypatch, *args, cwd=tmp_path)
     assert done.returncode == 2
     assert message in done.stderr and "choices:" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_mistake_is_one_line_and_exit_2_in_a_process_of_its_own(tmp_path):
+    done = causaldiag("run", "--metric", "filer_tokens", "--out", "x.json", cwd=tmp_path)
+    assert done.returncode == 2 and "did you mean 'filler_tokens'?" in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
@@ -52,26 +72,35 @@ def test_ls_lists_datasets_metrics_models():
         assert name in done.stdout
 
 
-def test_build_writes_hub_layout(tmp_path):
-    done = causaldiag("build", "factcheck", "--out", str(tmp_path), "--version", "1.2.3", "--seed", "3")
+def test_build_writes_hub_layout(tmp_path, capsys, monkeypatch):
+    done = in_process(
+        capsys, monkeypatch, "build", "factcheck", "--out", str(tmp_path), "--version", "1.2.3", "--seed", "3"
+    )
     assert done.returncode == 0, done.stderr
     manifest = json.loads((tmp_path / "factcheck" / "MANIFEST.json").read_text())
     assert manifest["version"] == "1.2.3" and manifest["seed"] == 3
     assert datasets.load_dataset(str(tmp_path / "factcheck"), split="test").num_rows == manifest["num_rows"]["default"]
 
 
-def test_build_from_counterfact_json(tmp_path):
-    done = causaldiag(
-        "build", "factcheck", "--out", str(tmp_path), "--counterfact", str(FIXTURES / "counterfact_sample.json")
+def test_build_from_counterfact_json(tmp_path, capsys, monkeypatch):
+    done = in_process(
+        capsys,
+        monkeypatch,
+        "build",
+        "factcheck",
+        "--out",
+        str(tmp_path),
+        "--counterfact",
+        str(FIXTURES / "counterfact_sample.json"),
     )
     assert done.returncode == 0, done.stderr
     assert datasets.load_dataset(str(tmp_path / "factcheck"), split="test").num_rows == 4
 
 
-def test_bad_counterfact_file_is_one_line_error(tmp_path):
+def test_bad_counterfact_file_is_one_line_error(tmp_path, capsys, monkeypatch):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    done = causaldiag("build", "factcheck", "--out", str(tmp_path), "--counterfact", str(bad))
+    done = in_process(capsys, monkeypatch, "build", "factcheck", "--out", str(tmp_path), "--counterfact", str(bad))
     assert done.returncode == 1 and "cannot read COUNTERFACT JSON" in done.stderr and "Traceback" not in done.stderr
 
 
@@ -149,24 +178,19 @@ def test_run_on_the_default_model_end_to_end(tmp_path):
     assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_publish_dry_run_lists_repos_files_and_tags(tmp_path):
-    done = causaldiag("publish", "factcheck", "--dry-run", "--data-dir", str(tmp_path))
+def test_publish_dry_run_lists_repos_files_and_tags(tmp_path, capsys, monkeypatch):
+    done = in_process(capsys, monkeypatch, "publish", "factcheck", "--dry-run", "--data-dir", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "[dry run] would upload dataset repo causal-diagnosticity/factcheck (tag v1.2.0)" in done.stdout
     assert "data/test-00000-of-00001.parquet" in done.stdout and "bytes" in done.stdout
 
 
-def test_publish_without_dry_run_offline_is_one_line_error(tmp_path):
-    env_free = subprocess.run(
-        [sys.executable, "-m", "recoe_causaldiag.cli", "publish", "factcheck", "--data-dir", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={k: v for k, v in __import__("os").environ.items() if k not in {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}}
-        | {"HF_HOME": str(tmp_path / "hf")},
-    )
-    assert env_free.returncode == 1
-    assert env_free.stderr.startswith("causaldiag: error:") and "Traceback" not in env_free.stderr
+def test_publish_without_dry_run_offline_is_one_line_error(tmp_path, capsys, monkeypatch):
+    for token in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        monkeypatch.delenv(token, raising=False)
+    done = in_process(capsys, monkeypatch, "publish", "factcheck", "--data-dir", str(tmp_path))
+    assert done.returncode == 1
+    assert done.stderr.startswith("causaldiag: error:") and "Traceback" not in done.stderr
 
 
 @pytest.mark.slow  # the real model end to end: minutes on 2 cores, run by `make test-slow`
@@ -230,21 +254,43 @@ def test_run_on_every_task(tmp_path, every_dataset_dir):
         assert accuracy["direct_n"] == 2 and 0 <= accuracy["direct"] <= 1 and 0 <= accuracy["cot"] <= 1
 
 
-def test_a_bad_metric_option_is_a_usage_error(tmp_path):
-    done = causaldiag(
-        "run", "--metric", "cc_shap", "--metric-option", "cc_shap.n_sample=2", "--out", "x.json", cwd=tmp_path
+def test_a_bad_metric_option_is_a_usage_error(tmp_path, capsys, monkeypatch):
+    done = in_process(
+        capsys,
+        monkeypatch,
+        "run",
+        "--metric",
+        "cc_shap",
+        "--metric-option",
+        "cc_shap.n_sample=2",
+        "--out",
+        "x.json",
+        cwd=tmp_path,
     )
     assert done.returncode == 2 and "metric cc_shap has no option 'n_sample'" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "x.json").exists()
 
 
-def test_rerun_repeats_the_recorded_job_exactly(tmp_path):
+def test_rerun_repeats_the_recorded_job_exactly(tmp_path, capsys, monkeypatch):
     first, second, data = tmp_path / "first.json", tmp_path / "second.json", str(tmp_path / "data")
-    done = causaldiag(
-        "run", "--metric", "random", "--limit", "4", "--seed", "5", "--no-swap", "--data-dir", data, "--out", str(first)
+    done = in_process(
+        capsys,
+        monkeypatch,
+        "run",
+        "--metric",
+        "random",
+        "--limit",
+        "4",
+        "--seed",
+        "5",
+        "--no-swap",
+        "--data-dir",
+        data,
+        "--out",
+        str(first),
     )
     assert done.returncode == 0, done.stderr
-    done = causaldiag("rerun", str(first), "--data-dir", data, "--out", str(second))
+    done = in_process(capsys, monkeypatch, "rerun", str(first), "--data-dir", data, "--out", str(second))
     assert done.returncode == 0, done.stderr
     a, b = json.loads(first.read_text()), json.loads(second.read_text())
     assert a["run_spec"] == b["run_spec"] and a["run_spec"]["seed"] == 5 and a["run_spec"]["swap"] is False
@@ -253,7 +299,7 @@ def test_rerun_repeats_the_recorded_job_exactly(tmp_path):
     assert [r["diagnosticity"] for r in a["results"]] == [r["diagnosticity"] for r in b["results"]]
 
 
-def test_rerun_of_a_file_without_a_run_spec_is_a_usage_error(tmp_path):
+def test_rerun_of_a_file_without_a_run_spec_is_a_usage_error(tmp_path, capsys, monkeypatch):
     (tmp_path / "r.json").write_text('{"results": []}')
-    done = causaldiag("rerun", str(tmp_path / "r.json"), "--out", str(tmp_path / "x.json"))
+    done = in_process(capsys, monkeypatch, "rerun", str(tmp_path / "r.json"), "--out", str(tmp_path / "x.json"))
     assert done.returncode == 2 and "no usable run_spec" in done.stderr and "Traceback" not in done.stderr

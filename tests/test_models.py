@@ -1,6 +1,8 @@
 import importlib.metadata
 import json
 import shutil
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -72,25 +74,35 @@ def test_a_failed_conversion_leaves_no_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", interrupted)
     with pytest.raises(KeyboardInterrupt):
         packaged_model_dir("smollm2-135m-instruct")
-    assert list((tmp_path / "models").iterdir()) == []
+    assert [p.name for p in (tmp_path / "models").iterdir()] == [".smollm2-135m-instruct.lock"], "only the lock"
 
 
 def test_missing_or_corrupt_cache_is_rebuilt(tmp_path, monkeypatch):
+    """A missing, truncated or unreadable cache is converted again. The conversion itself (20-60 s) is stood in for
+    by a copy of the good cache, which the session's own first load made with the real one."""
+    good = packaged_model_dir("smollm2-135m-instruct")
     monkeypatch.setenv("CAUSALDIAG_CACHE", str(tmp_path))
+    conversions = []
+
+    def convert(gguf, target, fingerprint):
+        conversions.append(target)
+        shutil.copytree(good, target, dirs_exist_ok=True)
+
+    monkeypatch.setattr(models, "_convert_gguf", convert)
     folder = packaged_model_dir("smollm2-135m-instruct")
     weights = folder / "model.safetensors"
-    assert (folder / "CONVERTED.json").is_file() and weights.is_file()
+    assert (folder / "CONVERTED.json").is_file() and weights.is_file() and len(conversions) == 1
 
     with weights.open("r+b") as handle:
         handle.truncate(1000)
     assert packaged_model_dir("smollm2-135m-instruct") == folder
-    assert weights.stat().st_size > 1000
+    assert weights.stat().st_size > 1000 and len(conversions) == 2
 
     size = weights.stat().st_size
     weights.write_bytes(b"\0" * size)
     lm = load_model("smollm2-135m-instruct", device="cpu")
     assert lm.model.get_input_embeddings().weight.abs().sum() > 0
-    assert weights.read_bytes()[:8] != b"\0" * 8
+    assert weights.read_bytes()[:8] != b"\0" * 8 and len(conversions) == 3
 
 
 def test_a_packaged_models_revision_is_its_package_version_and_gguf_hash(default_lm, monkeypatch):
@@ -141,3 +153,22 @@ def test_hub_and_folder_models_record_the_commit_or_the_resolved_path(tmp_path, 
     (tmp_path / "weights").mkdir()
     assert load_model("weights", device="cpu").revision == str(tmp_path.resolve() / "weights")
     assert loaded_from[-1] == tmp_path.resolve() / "weights"
+
+
+def test_two_processes_finding_a_cache_entry_missing_build_it_once(tmp_path):
+    """Two pytest workers (or two leaderboard workers) on one cache: the second waits for the first's build."""
+    script = """
+import sys, time
+from pathlib import Path
+from recoe_causaldiag.paths import locked
+entry = Path(sys.argv[1]) / "entry"
+with locked(entry):
+    if not entry.exists():
+        time.sleep(1.0)
+        with (Path(sys.argv[1]) / "builds").open("a") as log:
+            log.write("built\\n")
+        entry.mkdir()
+"""
+    runs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path)]) for _ in range(2)]
+    assert [run.wait(timeout=60) for run in runs] == [0, 0]
+    assert (tmp_path / "builds").read_text() == "built\n"

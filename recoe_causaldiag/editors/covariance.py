@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from ..paths import cache_root
+from ..paths import cache_root, locked
 
 RIDGE = 1e-2
 """The multiple of C's mean diagonal added to it, so a few thousand keys give an invertible estimate."""
@@ -89,13 +89,14 @@ def key_second_moment(
     key = _cache_key(model_identity, parameter, corpus)
     folder = statistics_folder()
     tensor_path, record_path = folder / f"{key}.pt", folder / f"{key}.json"
-    if tensor_path.is_file():
-        moment = torch.load(tensor_path, weights_only=True)
-    else:
-        moment = _estimate(model, tokenizer, module, corpus)
-        record = _record(model_identity, parameter, corpus)
-        _write_whole(record_path, lambda path: path.write_text(json.dumps(record, indent=1)))
-        _write_whole(tensor_path, lambda path: torch.save(moment, path))
+    with locked(tensor_path):
+        if tensor_path.is_file():
+            moment = torch.load(tensor_path, weights_only=True)
+        else:
+            moment = _estimate(model, tokenizer, module, corpus)
+            record = _record(model_identity, parameter, corpus)
+            _write_whole(record_path, lambda path: path.write_text(json.dumps(record, indent=1)))
+            _write_whole(tensor_path, lambda path: torch.save(moment, path))
     ridge = RIDGE * moment.diagonal().mean()
     return moment + ridge * torch.eye(len(moment), dtype=moment.dtype)
 
