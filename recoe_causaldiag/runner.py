@@ -308,8 +308,10 @@ def score_run(
         raise ValueError(f"the run spec names the editor {spec.editor}, but {editor.name} was given")
     engine = ScoringEngine(lm, editor=editor, batch_size=spec.batch_size, progress=progress)
     tasks = tuple(score_tasks(spec, engine, data_dir, progress=progress))
-    statistics = editor.statistics() if isinstance(editor, WeightEditor) else ()
-    return ScoredRun(spec.resolved(lm.identity, [task.dataset for task in tasks], __version__, statistics), tasks)
+    weights = isinstance(editor, WeightEditor)
+    statistics, settings = (editor.statistics(), editor.resolved_settings()) if weights else ((), None)
+    datasets = [task.dataset for task in tasks]
+    return ScoredRun(spec.resolved(lm.identity, datasets, __version__, statistics, settings), tasks)
 
 
 def run(

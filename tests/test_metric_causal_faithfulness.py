@@ -17,6 +17,7 @@ from recoe_causaldiag.mechanisms.activation_patching import (
     Patch,
     decoder_layers,
     patched_readouts,
+    residual_stream,
     token_layer_patches,
     window_layers,
 )
@@ -206,3 +207,43 @@ def test_card_example_runs_offline():
     results = card_namespace("causal_faithfulness")["results"]
     assert results["variant"] == "caf" and len(results["scores"]) == 1
     assert -1 <= results["scores"][0] <= 1
+
+
+def test_under_rome_the_instances_weights_states_are_patched_into_the_counterfactuals_weights(
+    default_lm, factcheck_pairs
+):
+    """Same tokens, two edited models: the source residual stream comes from the instance's weights, the patched run
+    from the counterfactual's; patching every position after the last layer gives the clean run's read-out."""
+    from recoe_causaldiag.editors.editing import make_editor
+
+    pair = factcheck_pairs[0]
+    editor = make_editor("rome", default_lm, (("covariance", "identity"),))
+    editor.learn([pair])
+    model, engine = default_lm.model, ScoringEngine(default_lm, editor=editor, progress=False)
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    instance = Instance.from_pair(pair, pair.explanation_faithful)
+    cf = symmetric_counterfactual(instance, _no_tokens)
+    editor.learn_counterfactual(instance.edits, cf.edits, pair.id)
+    lay = patching_layout(engine, instance, 1, cf)
+    assert lay.clean == lay.corrupted and lay.clean_state == instance.edits and lay.corrupted_state == cf.edits
+    question = default_lm.tokenizer.decode([lay.clean[p] for p in lay.positions])
+    assert question.strip().startswith(instance.question) and lay.positions[-1] == lay.label_position
+
+    with editor.applied(lay.clean_state), torch.inference_mode():
+        source = residual_stream(model, lay.clean)
+        clean = last(model(torch.tensor([list(lay.clean)])).logits)
+    with editor.applied(lay.corrupted_state):
+        with torch.inference_mode():
+            corrupted = last(model(torch.tensor([list(lay.corrupted)])).logits)
+        everything = Patch(tuple(range(len(lay.clean))), (len(decoder_layers(model)) - 1,))
+        out = patched_readouts(
+            model, lay.clean, lay.corrupted, [Patch((), ()), everything], last, first_read=0, source_states=source
+        )
+    assert (clean - corrupted).abs().max() > 1e-3, "the two edited models read the same tokens differently"
+    torch.testing.assert_close(out[0], corrupted[0], atol=1e-5, rtol=0)
+    torch.testing.assert_close(out[1], clean[0], atol=1e-5, rtol=0)
+
+    metric = CausalFaithfulness(layers=(3, 15), require_flip=False)
+    scores = metric.score_instances([instance], engine)
+    assert metric.coverage.status == ("ok",) and all(np.isfinite(scores[v]).all() for v in VARIANTS)
+    assert all(torch.equal(p, before[name]) for name, p in model.named_parameters()), "restored bit for bit"

@@ -18,6 +18,7 @@ from recoe_causaldiag.api.run_spec import RunSpec
 from recoe_causaldiag.cli import main
 from recoe_causaldiag.editors.editing import IN_CONTEXT, WeightEditor, editor_options, make_editor
 from recoe_causaldiag.editors.rome import RomeOptions, rome_deltas
+from recoe_causaldiag.editors.settings import ARCHITECTURES, ValueSearch
 from recoe_causaldiag.editors.weights import EditError, edited
 from recoe_causaldiag.runner import run, with_edits_written
 from recoe_causaldiag.scoring import LabelRequest, ScoringEngine
@@ -103,6 +104,7 @@ def test_a_run_under_rome_reports_edit_quality_and_its_rows_reproduce_d(default_
     assert [row["pair_id"] for row in doc["pair_edits"]] == list(dict.fromkeys(r["pair_id"] for r in doc["pairs"]))
     assert doc["run_spec"]["editor_options"] == [["covariance", "identity"]]
     assert doc["run_spec"]["editor_statistics"] == [{"covariance": "identity"}]
+    assert doc["run_spec"]["editor_settings"]["layers"] == [5]
     assert RunSpec.from_dict(doc["run_spec"]).editor_options == IDENTITY
     for result in doc["results"]:
         d = [r["d"] for r in doc["pairs"] if r["variant"] == result["variant"]]
@@ -170,6 +172,52 @@ def test_the_cli_refuses_an_unknown_editor_option_with_exit_2(tmp_path, capsys):
     assert "editor rome has no option 'layres'" in capsys.readouterr().err
 
 
-def test_rome_options_take_the_value_search_settings():
+def test_rome_options_take_the_value_search_settings_over_the_architectures(default_lm):
     settings = editor_options("rome", (("layer", 7), ("steps", 40), ("clamp", 2.0)))
-    assert settings == RomeOptions(layer=7, search=dataclasses.replace(RomeOptions().search, steps=40, clamp=2.0))
+    assert settings == RomeOptions(layer=7, search=(("clamp", 2.0), ("steps", 40)))
+    assert settings.value_search(default_lm.model) == ValueSearch(steps=40, clamp=2.0)
+    assert settings.edited_layers(default_lm.model) == (7,)
+    with pytest.raises(EditError, match="steps must be at least 1"):
+        editor_options("rome", (("steps", 0),))
+
+
+@pytest.mark.parametrize(
+    "model_type, depth, rome_layers, memit_layers, weight_decay",
+    [
+        ("llama", 30, (5,), (3, 4, 5, 6, 7), 1e-3),  # SmolLM2-135M, as tuned
+        ("gemma3_text", 18, (3,), (2, 3, 4, 5, 6), 1e-3),  # Gemma-3-270M: SmolLM2's by depth
+        ("qwen2", 28, (5,), (4, 5, 6, 7, 8), 1e-3),  # Qwen2.5 1.5B: EasyEdit's Qwen2.5-7B settings, also 28 layers
+        ("gpt2", 12, (4,), (3, 4, 5, 6, 7), 0.5),  # GPT-2 small: GPT-2 XL's 17 and 13-17 of 48, by depth
+        ("gpt2", 4, (1,), (1, 2, 3), 0.5),  # fewer layers than the span
+    ],
+)
+def test_each_architecture_has_its_default_layers_and_value_search(
+    model_type, depth, rome_layers, memit_layers, weight_decay
+):
+    family = ARCHITECTURES[model_type]
+    assert family.layers("rome", depth) == rome_layers and family.layers("memit", depth) == memit_layers
+    assert family.search("rome").weight_decay == weight_decay and family.source
+    assert family.search("memit", (("steps", 3),)).steps == 3
+
+
+def test_a_run_records_the_settings_its_edits_were_made_with(default_lm):
+    editor = make_editor("memit", default_lm, (("covariance", "identity"), ("steps", 12)))
+    settings = editor.resolved_settings()
+    assert settings["layers"] == [3, 4, 5, 6, 7] and settings["module"] == "model.layers.{layer}.mlp.down_proj"
+    assert settings["search"]["steps"] == 12 and settings["search"]["clamp"] == 4.0 and settings["moment_weight"] > 0
+    assert settings["defaults_from"].startswith("SmolLM2-135M-Instruct (30 layers)")
+
+
+def test_a_counterfactual_fact_is_written_as_the_replaced_facts_rewrite_with_another_object(rome):
+    truth, other = "The capital of France is Paris.", "The capital of France is Madrid."
+    rome.learn_counterfactual((FACT,), (truth,), "pair x")
+    rome.learn_counterfactual((FACT,), (other,), "pair x")
+    assert rome.rewrites[truth] == Rewrite("The capital of {} is", "France", "Paris", "Paris")
+    assert rome.written((truth,)) == (), "restating the true object leaves the fact to the loaded weights"
+    assert rome.written((other,)) == (Rewrite("The capital of {} is", "France", "Madrid", "Paris"),)
+    with pytest.raises(EditError, match=r"pair x: counterfactual edit \[0\] 'Madrid is the capital of France.'"):
+        rome.learn_counterfactual((FACT,), ("Madrid is the capital of France.",), "pair x")
+    with pytest.raises(EditError, match="pair x: counterfactual edit"):
+        rome.learn_counterfactual(("An unknown fact is here.",), ("An unknown fact is there.",), "pair x")
+    with pytest.raises(EditError, match="2 edits for 1"):
+        rome.learn_counterfactual((FACT,), (FACT, truth), "pair x")

@@ -77,6 +77,9 @@ class RunSpec:
     package_version: str | None = None
     editor_statistics: tuple[dict[str, Any], ...] = ()
     """The key statistics a weight editor used, as their cache records them (model, parameter, corpus, tokens)."""
+    editor_settings: dict[str, Any] | None = None
+    """The settings a weight editor ran with: its options over the architecture's defaults (layers, value search),
+    and where those defaults come from."""
 
     def __post_init__(self) -> None:
         tasks, metrics = task_registry(), metric_registry()
@@ -159,6 +162,7 @@ class RunSpec:
         datasets: Sequence[DatasetIdentity],
         package_version: str,
         editor_statistics: Sequence[Mapping[str, Any]] = (),
+        editor_settings: Mapping[str, Any] | None = None,
     ) -> RunSpec:
         """This spec pinned to what ran (ValueError when it is already pinned to something else)."""
         self.check_model(model)
@@ -176,6 +180,7 @@ class RunSpec:
             datasets=tuple(datasets),
             package_version=package_version,
             editor_statistics=tuple(dict(record) for record in editor_statistics),
+            editor_settings=None if editor_settings is None else dict(editor_settings),
         )
 
     def to_dict(self) -> dict[str, Any]:

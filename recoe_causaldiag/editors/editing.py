@@ -19,8 +19,9 @@ from ..api.records import PairRecord, Rewrite
 from ..prompts import Prompt, Turn
 from .covariance import statistics_record
 from .memit import MemitOptions, memit_deltas
-from .rome import EditTarget, RomeOptions, ValueSearch, rome_deltas
-from .weights import EditError, WeightDelta, edited, layout, mlp_output
+from .rome import EditTarget, RomeOptions, rome_deltas
+from .settings import SEARCH_OPTIONS, architecture, layout, search_overrides
+from .weights import EditError, WeightDelta, edited, mlp_output
 
 EditState = tuple[str, ...]
 """The facts a prompt is asked under, in order: the key of one edited model."""
@@ -37,6 +38,9 @@ class InContextEditor:
 
     def state(self, prompt: Prompt) -> EditState:
         return ()
+
+    def learn_counterfactual(self, edits: Sequence[str], counterfactual: Sequence[str], where: str) -> None:
+        """Nothing to learn: counterfactual facts are told in context like any other."""
 
     def prepare(self, states: Iterable[EditState], *, progress: bool = False) -> None:
         """Nothing to compute: every prompt runs on the loaded weights."""
@@ -94,6 +98,25 @@ class WeightEditor:
                     ):
                         raise EditError(f"pair {pair.id}: field '{field}'[{index}] rewrites {fact!r} unlike before")
 
+    def learn_counterfactual(self, edits: Sequence[str], counterfactual: Sequence[str], where: str) -> None:
+        """The rewrite of every fact of `counterfactual` (edits of the same length, as a task's CaF counterfactual
+        makes them) that replaces the fact at its place in `edits` by stating another object: the replaced fact's
+        rewrite with that object as its new target. An EditError, naming `where`, when a replaced fact has no known
+        rewrite or the new fact is not its statement with another object."""
+        if len(edits) != len(counterfactual):
+            raise EditError(f"{where}: the counterfactual has {len(counterfactual)} edits for {len(edits)}")
+        for index, (fact, new) in enumerate(zip(edits, counterfactual)):
+            if new == fact or new in self.rewrites:
+                continue
+            known = self.rewrites.get(fact)
+            tail = f" {known.target_new}." if known else ""
+            if known is None or not fact.endswith(tail) or not new.startswith(fact.removesuffix(tail) + " "):
+                raise EditError(f"{where}: counterfactual edit [{index}] {new!r} is not {fact!r} with another object")
+            target = new.removeprefix(fact.removesuffix(tail) + " ").removesuffix(".")
+            rewrite = Rewrite(known.prompt, known.subject, target, known.target_true)
+            EditTarget.of(self.lm.tokenizer, rewrite, f"{where}: counterfactual edit [{index}]")
+            self.rewrites[new] = rewrite
+
     def conversation(self, prompt: Prompt) -> tuple[Turn, ...]:
         return prompt.turns
 
@@ -125,6 +148,20 @@ class WeightEditor:
         mlp = layout(self.lm.model, self.settings.module)
         return [statistics_record(self.lm, mlp, layer) for layer in self.settings.edited_layers(self.lm.model)]
 
+    def resolved_settings(self) -> dict[str, Any]:
+        """The settings the edits are made with, the architecture's defaults filled in, and where those come from."""
+        model, settings = self.lm.model, self.settings
+        family = architecture(model, settings.module)
+        record: dict[str, Any] = {
+            "layers": list(settings.edited_layers(model)),
+            "module": family.mlp.path,
+            "search": dataclasses.asdict(settings.value_search(model)),
+            "covariance": settings.covariance,
+        }
+        if isinstance(settings, MemitOptions):
+            record["moment_weight"] = settings.moment_weight
+        return record | {"defaults_from": f"{family.reference} ({family.depth} layers): {family.source}"}
+
     @contextmanager
     def applied(self, state: EditState) -> Iterator[None]:
         """The model holding `state`'s edit while the block runs (a RuntimeError when another edit is applied: edits
@@ -145,12 +182,11 @@ Editor = InContextEditor | WeightEditor
 WEIGHT_EDITORS: dict[str, type[RomeOptions] | type[MemitOptions]] = {"rome": RomeOptions, "memit": MemitOptions}
 """The weight editors and their settings."""
 
-SEARCH_OPTIONS = tuple(f.name for f in dataclasses.fields(ValueSearch))
-
 
 def editor_options(name: str, options: Sequence[tuple[str, Any]]) -> RomeOptions | MemitOptions:
     """The settings of weight editor `name` from `--editor-option KEY=VALUE` pairs (the value search's `steps`,
-    `learning_rate`, `weight_decay`, `clamp`, `target_nll` among them); an EditError names an unknown key."""
+    `learning_rate`, `weight_decay`, `clamp`, `target_nll` among them), over the edited architecture's defaults
+    (`settings.ARCHITECTURES`); an EditError names an unknown key or a value out of range."""
     if name not in WEIGHT_EDITORS:
         raise EditError(f"the {name} editor has no options (weight editors: {', '.join(WEIGHT_EDITORS)})")
     kind = WEIGHT_EDITORS[name]
@@ -160,7 +196,7 @@ def editor_options(name: str, options: Sequence[tuple[str, Any]]) -> RomeOptions
         raise EditError(
             f"editor {name} has no option '{unknown[0]}' (options: {', '.join(sorted(own | set(SEARCH_OPTIONS)))})"
         )
-    search = ValueSearch(**{key: value for key, value in options if key in SEARCH_OPTIONS})
+    search = search_overrides({key: value for key, value in options if key in SEARCH_OPTIONS})
     given = {key: tuple(value) if key == "layers" else value for key, value in options if key in own}
     return kind(**given, search=search)
 

@@ -18,24 +18,23 @@ import torch
 
 from ..api.records import Rewrite
 from .covariance import layer_second_moment
-from .rome import COVARIANCES, EditTarget, ValueSearch, subject_activations, value_shift
-from .weights import EditError, WeightDelta, edited, layout, mlp_output
-
-LAYER_SPAN = 5
-"""How many consecutive layers MEMIT edits by default (GPT-J: layers 3-8 of 28)."""
+from .rome import COVARIANCES, EditTarget, subject_activations, value_shift
+from .settings import SearchOverrides, ValueSearch, architecture, layout
+from .weights import EditError, WeightDelta, edited, mlp_output
 
 
 @dataclass(frozen=True)
 class MemitOptions:
-    """The editor's settings (`--editor-option`): the edited `layers` (None: `default_layers`), the `module` path
-    when the architecture is not in `weights.LAYOUTS`, the value `search`, the key statistics ('sampled' or
-    'identity'), and `moment_weight` λ, how strongly the keys' statistics hold the rest of the matrix in place (the
-    authors' 15000 for GPT-J, estimated on 100k Wikipedia tokens, writes nothing into SmolLM2-135M with 2,048 sampled
-    tokens; 1000 writes two facts at once, and so does 100 with the identity statistics)."""
+    """The editor's settings (`--editor-option`): the edited `layers`, the `module` path when the architecture is not
+    in `settings.ARCHITECTURES`, the value `search` settings that differ from the architecture's, the key statistics
+    ('sampled' or 'identity'), and `moment_weight` λ, how strongly the keys' statistics hold the rest of the matrix in
+    place (the authors' 15000 for GPT-J, estimated on 100k Wikipedia tokens, writes nothing into SmolLM2-135M with
+    2,048 sampled tokens; 1000 writes two facts at once, and so does 100 with the identity statistics). Unset, the
+    architecture's defaults hold."""
 
     layers: tuple[int, ...] | None = None
     module: str | None = None
-    search: ValueSearch = ValueSearch()
+    search: SearchOverrides = ()
     covariance: str = "sampled"
     moment_weight: float = 1000.0
 
@@ -48,14 +47,11 @@ class MemitOptions:
             raise EditError("moment_weight must be positive")
 
     def edited_layers(self, model) -> tuple[int, ...]:
-        return tuple(sorted(self.layers or default_layers(model)))
+        depth = model.config.num_hidden_layers
+        return tuple(sorted(self.layers or architecture(model, self.module).layers("memit", depth)))
 
-
-def default_layers(model) -> tuple[int, ...]:
-    """LAYER_SPAN layers from a tenth of the depth."""
-    depth = model.config.num_hidden_layers
-    first = max(1, round(depth / 10))
-    return tuple(range(first, min(first + LAYER_SPAN, depth)))
+    def value_search(self, model) -> ValueSearch:
+        return architecture(model, self.module).search("memit", self.search)
 
 
 def memit_deltas(lm, rewrites: Sequence[Rewrite], options: MemitOptions, where: str = "rewrites") -> list[WeightDelta]:
@@ -64,11 +60,12 @@ def memit_deltas(lm, rewrites: Sequence[Rewrite], options: MemitOptions, where: 
     mlp = layout(model, options.module)
     layers = options.edited_layers(model)
     modules = [mlp_output(model, layer, mlp) for layer in layers]
+    search = options.value_search(model)
     targets = [EditTarget.of(tokenizer, rewrite, f"{where}[{i}]") for i, rewrite in enumerate(rewrites)]
     last_block = model.get_submodule(mlp.block.format(layer=layers[-1]))
     _, hidden = subject_activations(model, last_block, targets)
     goals = hidden.float() + torch.stack(
-        [value_shift(model, last_block, target, h, options.search) for target, h in zip(targets, hidden)]
+        [value_shift(model, last_block, target, h, search) for target, h in zip(targets, hidden)]
     )
     deltas: list[WeightDelta] = []
     for done, (layer, module) in enumerate(zip(layers, modules)):

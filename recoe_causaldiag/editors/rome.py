@@ -18,38 +18,21 @@ import torch
 
 from ..api.records import Rewrite
 from .covariance import layer_second_moment
-from .weights import EditError, WeightDelta, default_layer, edited, layout, mlp_output
-
-
-@dataclass(frozen=True)
-class ValueSearch:
-    """How the value that makes a prompt complete with the new object is found: gradient descent for at most
-    `steps` steps (`learning_rate`, `weight_decay`), its shift clamped to `clamp` times the original value's norm,
-    stopping once the new object's mean NLL is under `target_nll`."""
-
-    steps: int = 25
-    learning_rate: float = 0.5
-    weight_decay: float = 1e-3
-    clamp: float = 4.0
-    target_nll: float = 0.05
-
-    def __post_init__(self) -> None:
-        if self.steps < 1 or self.learning_rate <= 0 or self.clamp <= 0:
-            raise EditError("steps must be at least 1, learning_rate and clamp positive")
-
+from .settings import SearchOverrides, ValueSearch, architecture, layout
+from .weights import EditError, WeightDelta, edited, mlp_output
 
 COVARIANCES = ("sampled", "identity")
 
 
 @dataclass(frozen=True)
 class RomeOptions:
-    """The editor's settings (`--editor-option`): the edited `layer` (None: `weights.default_layer`), the `module`
-    path when the architecture is not in `weights.LAYOUTS`, the value `search`, and the key statistics: 'sampled'
-    (`covariance.key_second_moment`) or 'identity'."""
+    """The editor's settings (`--editor-option`): the edited `layer`, the `module` path when the architecture is not
+    in `settings.ARCHITECTURES`, the value `search` settings that differ from the architecture's, and the key
+    statistics: 'sampled' (`covariance.key_second_moment`) or 'identity'. Unset, the architecture's defaults hold."""
 
     layer: int | None = None
     module: str | None = None
-    search: ValueSearch = ValueSearch()
+    search: SearchOverrides = ()
     covariance: str = "sampled"
 
     def __post_init__(self) -> None:
@@ -57,7 +40,11 @@ class RomeOptions:
             raise EditError(f"covariance must be one of {', '.join(COVARIANCES)}, not {self.covariance!r}")
 
     def edited_layers(self, model) -> tuple[int, ...]:
-        return (default_layer(model) if self.layer is None else self.layer,)
+        depth = model.config.num_hidden_layers
+        return architecture(model, self.module).layers("rome", depth) if self.layer is None else (self.layer,)
+
+    def value_search(self, model) -> ValueSearch:
+        return architecture(model, self.module).search("rome", self.search)
 
 
 @dataclass(frozen=True)
@@ -166,9 +153,10 @@ def rome_deltas(lm, rewrites: Sequence[Rewrite], options: RomeOptions, where: st
     (layer,) = options.edited_layers(model)
     module = mlp_output(model, layer, mlp)
     second_moment = layer_second_moment(lm, mlp, layer) if options.covariance == "sampled" else None
+    search = options.value_search(model)
     deltas: list[WeightDelta] = []
     for index, rewrite in enumerate(rewrites):
         target = EditTarget.of(tokenizer, rewrite, f"{where}[{index}]")
         with edited(model, deltas):
-            deltas.append(mlp.delta(layer, *_rank_one(model, module, target, options.search, second_moment)))
+            deltas.append(mlp.delta(layer, *_rank_one(model, module, target, search, second_moment)))
     return deltas

@@ -1,5 +1,5 @@
-"""Where a decoder's MLP output matrices are, per architecture, and weight edits applied as deltas that are reverted
-bit for bit, so that one loaded model serves every pair."""
+"""Where a decoder's MLP output matrices are (`MlpLayout`; per architecture in `settings.ARCHITECTURES`), and weight
+edits applied as deltas that are reverted bit for bit, so that one loaded model serves every pair."""
 
 from __future__ import annotations
 
@@ -38,38 +38,6 @@ class MlpLayout:
     def block(self) -> str:
         """The path of the decoder block that holds the projection (`path` up to its `{layer}`)."""
         return self.path.split("{layer}")[0] + "{layer}"
-
-
-LLAMA_STYLE = MlpLayout("model.layers.{layer}.mlp.down_proj")
-LAYOUTS = {
-    "llama": LLAMA_STYLE,
-    "mistral": LLAMA_STYLE,
-    "qwen2": LLAMA_STYLE,
-    "gemma": LLAMA_STYLE,
-    "gemma2": LLAMA_STYLE,
-    "gemma3_text": LLAMA_STYLE,
-    "gpt2": MlpLayout("transformer.h.{layer}.mlp.c_proj", transposed=True),
-}
-"""The MLP output projection of each supported architecture (by `config.model_type`)."""
-DEFAULT_LAYER_FRACTION = 0.18
-"""ROME's edited layer as a fraction of the depth (layer 5 of GPT-J's 28 and of SmolLM2's 30)."""
-
-
-def layout(model: torch.nn.Module, module_path: str | None = None) -> MlpLayout:
-    """The model's MLP layout: `module_path` (with `{layer}`) when given, else the table's entry for its type."""
-    if module_path:
-        return MlpLayout(module_path)
-    model_type = getattr(model.config, "model_type", None)
-    if model_type not in LAYOUTS:
-        raise EditError(
-            f"cannot locate the MLP of model type {model_type!r}; set it with "
-            "--editor-option module=<path with {layer}, e.g. model.layers.{layer}.mlp.down_proj>"
-        )
-    return LAYOUTS[model_type]
-
-
-def default_layer(model: torch.nn.Module) -> int:
-    return max(1, round(model.config.num_hidden_layers * DEFAULT_LAYER_FRACTION))
 
 
 def mlp_output(model: torch.nn.Module, layer: int, mlp: MlpLayout) -> torch.nn.Module:

@@ -104,16 +104,19 @@ def patched_readouts(
     batch_size: int = 32,
     max_logits: int = 2**27,
     progress: bool = False,
+    source_states: Sequence[torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """`readout` of the target run under each patch, stacked in patch order.
 
     `readout` maps the logits of positions `first_read` … end ([rows, positions, vocabulary]) to one tensor per
-    row; a batch holds at most `batch_size` rows and `max_logits` logit values."""
+    row; a batch holds at most `batch_size` rows and `max_logits` logit values. `source_states`: the source run's
+    `residual_stream` when it was taken on other weights (an edited model's), else it is computed here."""
     if len(source_ids) != len(target_ids):
         raise ValueError(f"source and target differ in length ({len(source_ids)} vs {len(target_ids)} tokens)")
     if not 0 <= first_read < len(target_ids):
         raise ValueError(f"first_read {first_read} is outside the {len(target_ids)}-token input")
-    layers, source = decoder_layers(model), residual_stream(model, source_ids)
+    layers = decoder_layers(model)
+    source = residual_stream(model, source_ids) if source_states is None else source_states
     target = torch.tensor([list(target_ids)], device=model.device)
     kept = len(target_ids) - first_read
     rows_per_batch = max(1, min(batch_size, max_logits // (kept * model.config.get_text_config().vocab_size)))

@@ -10,6 +10,12 @@ predicted label ŷ (direct prompt, eq. 7) and the explanation teacher-forced; th
 prompt with the counterfactual edits/question. Patching the clean residual stream into the corrupted run at
 (token t, layer l) gives the indirect effects
 
+Under a weight editor (ROME, MEMIT) the edits are in the weights, not the input: the counterfactual facts are
+written as the replaced facts' rewrites with their new objects (`learn_counterfactual`), the two runs read the same
+tokens on two edited models (the clean run's residual stream taken from the instance's weights, patched into the run
+on the counterfactual's weights), and the patched positions start at the question, the first input token that the
+two models may read differently.
+
 - C_a[t, l] = p_patched(ŷ) − p_*(ŷ), ŷ's probability among the label tokens after the direct prompt (a
   prefix of the post-hoc prompt, so one forward reads both);
 - C_e[t, l] = mean over explanation tokens j of p_patched(e_j) − p_*(e_j) (eq. 2).
@@ -38,7 +44,15 @@ from tqdm.auto import tqdm
 
 from .. import prompts
 from ..api import Counterfactual, Engine, Instance, Metric, register_metric, symmetric_counterfactual
-from ..mechanisms.activation_patching import Patch, Readout, decoder_layers, patched_readouts, token_layer_patches
+from ..editors.weights import EditError
+from ..mechanisms.activation_patching import (
+    Patch,
+    Readout,
+    decoder_layers,
+    patched_readouts,
+    residual_stream,
+    token_layer_patches,
+)
 from ..mechanisms.prompting import label_request, question_positions
 
 VARIANTS = ("caf", "caf_m", "caf_t", "caf_l")
@@ -51,7 +65,8 @@ ZERO_NORM = 1e-6
 class PatchingLayout:
     """One instance's clean and counterfactual post-hoc prompts as token ids (equal lengths), the patched
     positions, the label tokens and ŷ's index among them, the position whose logits score the label (the
-    direct prompt's last), and the explanation's tokens (the prompts' last tokens)."""
+    direct prompt's last), the explanation's tokens (the prompts' last tokens), and the edited weights each run
+    reads (empty under ICE, where both run on the loaded weights)."""
 
     clean: tuple[int, ...]
     corrupted: tuple[int, ...]
@@ -60,6 +75,8 @@ class PatchingLayout:
     label_index: int
     label_position: int
     explanation_ids: tuple[int, ...]
+    clean_state: tuple[str, ...] = ()
+    corrupted_state: tuple[str, ...] = ()
 
 
 def patching_layout(
@@ -79,10 +96,17 @@ def patching_layout(
     if clean_ids[: len(direct.prefix)] != direct.prefix:
         raise ValueError(f"the post-hoc prompt does not start with the direct prompt's tokens for {engine.lm.name}")
     differing = [i for i, (a, b) in enumerate(zip(clean_ids, corrupted_ids)) if a != b]
+    weights_differ = clean.state != corrupted.state
+    question = (
+        question_positions(engine, post, instance.question, clean.prefix)
+        if positions != "input" or (weights_differ and not differing)
+        else []
+    )
+    first = differing[:1] or (question[:1] if weights_differ else [])
     if positions == "input":
-        patched = set(range(differing[0], len(direct.prefix))) if differing else set()
+        patched = set(range(first[0], len(direct.prefix))) if first else set()
     else:
-        patched = set(differing) | set(question_positions(engine, post, instance.question, clean.prefix))
+        patched = set(differing) | set(question)
     return PatchingLayout(
         clean_ids,
         corrupted_ids,
@@ -91,6 +115,8 @@ def patching_layout(
         label_index,
         len(direct.prefix) - 1,
         clean.continuation,
+        clean.state,
+        corrupted.state,
     )
 
 
@@ -138,11 +164,13 @@ def prepare(
     may be noise where the model ignores the replacement."""
     if not instance.explanation.strip():
         return "blank explanation", None
-    if not engine.editor.in_context:
-        return "edits in the weights", None
     cf = symmetric_counterfactual(instance, lambda text: len(engine.lm.encode(text, continuation=True)))
     if cf is None:
         return "no counterfactual", None
+    try:
+        engine.editor.learn_counterfactual(instance.edits, cf.edits, "CaF counterfactual")
+    except EditError:
+        return "counterfactual not writable", None
     if require_flip:
         (cf_probs,) = engine.label_probs(
             [label_request(instance, edits=cf.edits, question=cf.question)], desc="counterfactual answer"
@@ -156,9 +184,8 @@ def prepare(
 @dataclass(frozen=True)
 class Coverage:
     """Per scored instance: its status ("ok", or why it scored NaN: "no counterfactual", "answer not
-    flipped", "token length differs", "blank explanation", "edits in the weights": a weight editor's model has
-    no edits in its input for a symmetric token replacement to change) and the total effect p(ŷ) − p_*(ŷ) of
-    the replacement on the answer."""
+    flipped", "token length differs", "blank explanation", "counterfactual not writable": a weight editor has no
+    rewrite for a counterfactual fact) and the total effect p(ŷ) − p_*(ŷ) of the replacement on the answer."""
 
     status: tuple[str, ...]
     total_effect: tuple[float, ...]
@@ -231,16 +258,20 @@ class CausalFaithfulness(Metric):
         patches = [Patch((), ())] + [
             patch for w in (1, self.window) for patch in token_layer_patches(lay.positions, layers, n_layers, window=w)
         ]
-        out = patched_readouts(
-            model,
-            lay.clean,
-            lay.corrupted,
-            patches,
-            readout(lay),
-            first_read=lay.label_position,
-            batch_size=self.batch_size,
-            progress=engine.progress,
-        )
+        with engine.editor.applied(lay.clean_state):
+            source = residual_stream(model, lay.clean)
+        with engine.editor.applied(lay.corrupted_state):
+            out = patched_readouts(
+                model,
+                lay.clean,
+                lay.corrupted,
+                patches,
+                readout(lay),
+                first_read=lay.label_position,
+                batch_size=self.batch_size,
+                progress=engine.progress,
+                source_states=source,
+            )
         return (out[1:] - out[0]).numpy().reshape(2, len(lay.positions), len(layers), 2), float(out[0, 0])
 
     def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:

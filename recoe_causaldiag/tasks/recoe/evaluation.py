@@ -246,6 +246,7 @@ def evaluate_recoe(
             **dataclasses.asdict(spec),
             "package_version": __version__,
             "editor_statistics": editor.statistics() if isinstance(editor, WeightEditor) else [],
+            "editor_settings": editor.resolved_settings() if isinstance(editor, WeightEditor) else None,
         },
         "seconds": time.perf_counter() - started,
         "results": [scheme_summary(s, [r for r in rows if r["scheme"] == s]) for s in spec.schemes],
