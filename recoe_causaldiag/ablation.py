@@ -161,9 +161,9 @@ def ablation_markdown(cells: Sequence[AblationCell], tests: Sequence[Comparison]
         "",
         "## Edits: quality and reliability",
         "",
-        "| cell | task | efficacy | counter efficacy | specificity | failed / n | edit reliability | two-sided | "
-        "no edits | pairs kept (generated) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| cell | task | efficacy | counter efficacy | generalisation | specificity | failed / n | edit reliability | "
+        "two-sided | no edits | pairs kept (generated) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for cell in cells:
         doc = cell.document
@@ -176,7 +176,8 @@ def ablation_markdown(cells: Sequence[AblationCell], tests: Sequence[Comparison]
             generated = f"{g['n_kept']} / {g['n']}" if g else "n/a"
             lines.append(
                 f"| {cell.name} | {task} | {format_number(q.get('efficacy'))} | "
-                f"{format_number(q.get('counter_efficacy'))} | {format_number(q.get('specificity'))} | {failed} | "
+                f"{format_number(q.get('counter_efficacy'))} | {format_number(q.get('generalisation'))} | "
+                f"{format_number(q.get('specificity'))} | {failed} | "
                 f"{format_number(reliability['value'])} | {format_number(reliability.get('two_sided'))} | "
                 f"{format_number(reliability.get('no_edit'))} | {generated} |"
             )
@@ -191,7 +192,8 @@ def ablation_markdown(cells: Sequence[AblationCell], tests: Sequence[Comparison]
         f"| all | {total:.0f} |",
         "",
         "Efficacy: share of a pair's rewrites whose new object became the top next token of the rewrite prompt "
-        "(counter: the contrast model's); specificity: share of other subjects' rewrite prompts whose top next token "
+        "(counter: the contrast model's); generalisation: the same on the rewrites' paraphrased prompts; "
+        "specificity: share of other subjects' rewrite prompts whose top next token "
         "the edit left unchanged. Edit reliability: share of pairs whose faithful explanation has the lower "
         "perplexity under the edits (two-sided: and the unfaithful one under the counter edits; no edits: what the "
         "text alone prefers).",

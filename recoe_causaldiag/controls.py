@@ -103,9 +103,9 @@ def accuracy_entry(task: str, rows: Sequence[PairControlRow], estimate: Estimato
 def edit_quality_entry(
     task: str, editor: str, rows: Sequence[EditQualityRow], estimate: Estimator, *, excluded: bool
 ) -> dict[str, Any]:
-    """How well the weight editor wrote the task's edits (`editors.quality`): the mean efficacy and specificity over
-    the pairs, for the edits (M̄) and the counter edits (M̃), and how many pairs' edits failed (some rewrite did not
-    become the top completion), which `excluded` says were left out of the metrics and controls."""
+    """How well the weight editor wrote the task's edits (`editors.quality`): the mean efficacy, generalisation and
+    specificity over the pairs, for the edits (M̄) and the counter edits (M̃), and how many pairs' edits failed (some
+    rewrite did not become the top completion), which `excluded` says were left out of the metrics and controls."""
 
     def figure(name: str, values: Sequence[float | None]) -> dict[str, Any]:
         given = [np.nan if v is None else v for v in values]
@@ -119,6 +119,8 @@ def edit_quality_entry(
         "failed_excluded": excluded,
         **figure("efficacy", [r.efficacy for r in rows]),
         **figure("counter_efficacy", [r.counter_efficacy for r in rows]),
+        **figure("generalisation", [r.generalisation for r in rows]),
+        **figure("counter_generalisation", [r.counter_generalisation for r in rows]),
         **figure("specificity", [r.specificity for r in rows]),
         **figure("counter_specificity", [r.counter_specificity for r in rows]),
     }

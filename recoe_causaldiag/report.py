@@ -146,25 +146,26 @@ def _edit_quality_section(doc: Mapping[str, Any]) -> list[str]:
     entries = doc.get("edit_quality")
     if not entries:
         return []
+    figures = ("efficacy", "counter_efficacy", "generalisation", "counter_generalisation", "specificity")
     lines = [
         "",
-        "| task | editor | efficacy | 95% CI | counter efficacy | 95% CI | specificity | 95% CI | failed / n | "
+        "| task | editor | " + " | ".join(f"{f.replace('_', ' ')} | 95% CI" for f in figures) + " | failed / n | "
         "failed left out |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|" + "---|---|" * len(figures) + "---|---|",
     ]
     lines += [
-        f"| {q['task']} | {q['editor']} | {format_number(q['efficacy'])} | {_interval_of(q, 'efficacy')} | "
-        f"{format_number(q['counter_efficacy'])} | {_interval_of(q, 'counter_efficacy')} | "
-        f"{format_number(q['specificity'])} | {_interval_of(q, 'specificity')} | {q['n_failed']} / {q['n']} | "
-        f"{'yes' if q['failed_excluded'] else 'no'} |"
+        f"| {q['task']} | {q['editor']} | "
+        + "".join(f"{format_number(q.get(f))} | {_interval_of(q, f)} | " for f in figures)
+        + f"{q['n_failed']} / {q['n']} | {'yes' if q['failed_excluded'] else 'no'} |"
         for q in entries
     ]
     return lines + [
         "",
         "Edit quality: efficacy is the share of a pair's rewrites (M̄'s edits; counter: M̃'s) whose new object "
-        "became the top next token of the rewrite prompt; specificity the share of up to four other subjects' "
-        "rewrite prompts whose top next token the edit left unchanged. A pair fails when any rewrite of either side "
-        "did not take; with `--drop-failed-edits` such pairs are left out of the figures above.",
+        "became the top next token of the rewrite prompt; generalisation the same on the rewrites' paraphrased "
+        "prompts; specificity the share of up to four other subjects' rewrite prompts whose top next token the edit "
+        "left unchanged. A pair fails when any rewrite of either side did not take (efficacy); with "
+        "`--drop-failed-edits` such pairs are left out of the figures above.",
     ]
 
 

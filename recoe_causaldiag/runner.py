@@ -33,14 +33,16 @@ from .scoring import ScoringEngine
 from .statistics import Estimate, diagnosticity_from_d, holm
 from .task_pairs import TaskPairs, iter_task_pairs
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 """1.1: per-pair rows name their pair `pair_id` (1.0: `id`, still read) and `run_spec` is resolved to what ran.
 1.2: model-side controls: swapped-roles statistics (`d_swap…`, `d_sym…`) in results and per-pair rows, two-sided and
 no-edit edit reliability, task `accuracy`, per-pair `pair_controls`; `p_value` is the exact sign test (1.0-1.1: the
 t-test, now `p_ttest`), with `p_adjusted` (Holm across the file) and `coverage` beside it.
 1.3: weight editors: `edit_quality` per task and `pair_edits` per pair (empty under ICE), and the run spec's
 `editor_options`, `drop_failed_edits` and `editor_statistics`; generated explanations: `generated_explanations` per
-task (pairs kept where both edited models answer alike)."""
+task (pairs kept where both edited models answer alike).
+1.4: edit quality's `generalisation` (on the rewrites' paraphrased prompts) per task and pair; the run spec's
+`editor_settings` (a weight editor's resolved layers and value search, and where its defaults come from)."""
 
 
 def option_value(text: str) -> Any:

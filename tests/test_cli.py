@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from recoe_causaldiag.cli import main
+from recoe_causaldiag.tasks import DATASET_VERSION
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ESTIMATE_KEYS = {"ci_low", "ci_high", "p_value", "p_adjusted", "p_ttest", "coverage", "n", "n_valid", "n_nan"}
@@ -138,7 +139,7 @@ def test_run_on_the_default_model_end_to_end(tmp_path):
         "pair_controls",
     } <= set(doc)
     assert set(doc["model"]) == {"name", "revision", "dtype", "device"}
-    assert doc["model"]["name"] == "smollm2-135m-instruct" and doc["dataset_versions"] == {"factcheck": "1.2.0"}
+    assert doc["model"]["name"] == "smollm2-135m-instruct" and doc["dataset_versions"] == {"factcheck": DATASET_VERSION}
     assert len(doc["results"]) == 20 + 4
     d_values = defaultdict(list)
     for row in doc["pairs"]:
@@ -181,7 +182,7 @@ def test_run_on_the_default_model_end_to_end(tmp_path):
 def test_publish_dry_run_lists_repos_files_and_tags(tmp_path, capsys, monkeypatch):
     done = in_process(capsys, monkeypatch, "publish", "factcheck", "--dry-run", "--data-dir", str(tmp_path))
     assert done.returncode == 0, done.stderr
-    assert "[dry run] would upload dataset repo causal-diagnosticity/factcheck (tag v1.2.0)" in done.stdout
+    assert f"[dry run] would upload dataset repo causal-diagnosticity/factcheck (tag v{DATASET_VERSION})" in done.stdout
     assert "data/test-00000-of-00001.parquet" in done.stdout and "bytes" in done.stdout
 
 

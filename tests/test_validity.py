@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from recoe_causaldiag.artifact_probes import FAIL, PASS, TOO_FEW, Audit, ProbeResult
+from recoe_causaldiag.tasks import DATASET_VERSION
 from recoe_causaldiag.validity import BROKEN, HOLDS, INCONCLUSIVE, UNJUDGED, ValidityReport, probe_check, task_checks
 
 
@@ -33,7 +34,7 @@ def _doc(random_ci=(0.40, 0.62), no_edit=(0.5, 0.35, 0.65), two_sided=(0.6, 0.45
     return {
         "model": {"name": "smollm2-135m-instruct"},
         "run_spec": {"limit": 40, "seed": 0},
-        "dataset_versions": {"factcheck": "1.2.0"},
+        "dataset_versions": {"factcheck": DATASET_VERSION},
         "edit_reliability": [
             {
                 "task": "factcheck",
@@ -103,7 +104,8 @@ def test_the_page_counts_what_holds_and_the_plot_is_written(tmp_path):
     page = report.markdown()
     assert page.startswith("# Validity report: `smollm2-135m-instruct`")
     assert (
-        "8 checks on 1 task (40 pairs per task, seed 0, datasets 1.2.0): 7 hold ✔, 0 do not ✘, 1 inconclusive" in page
+        f"8 checks on 1 task (40 pairs per task, seed 0, datasets {DATASET_VERSION}): 7 hold ✔, 0 do not ✘, "
+        "1 inconclusive" in page
     )
     assert "tiny model" in page
     assert page.count("| factcheck |") == 8 and "| factcheck | no-edit preference | 0.500 [0.350, 0.650] |" in page

@@ -122,7 +122,28 @@ def test_failed_edits_are_counted_and_left_out_when_asked(default_lm, factcheck_
         )
         kept, entry, rows = with_edits_written(spec, pairs, make_editor("rome", default_lm, weak), progress=False)
         assert entry["n_failed"] == 2 and entry["efficacy"] == 0.0 and not any(r.succeeded for r in rows)
+        assert entry["generalisation"] == 0.0, "nothing written, so no paraphrase completes with the new object"
         assert len(kept.pairs) == (0 if drop else 2) and entry["failed_excluded"] is drop
+
+
+def test_generalisation_is_the_share_of_paraphrased_prompts_completing_with_the_new_object(default_lm):
+    from recoe_causaldiag.editors.quality import edit_quality, top_tokens
+
+    wordings = ("The capital city of {} is", "The seat of government of {} is in the city of")
+    pair = dataclasses.replace(
+        capital_pair(),
+        rewrites=(Rewrite("The capital of {} is", "France", "Rome", "Paris", wordings),),
+        counter_rewrites=(Rewrite("The capital of {} is", "France", "Berlin", "Paris", wordings),),
+    )
+    editor = make_editor("rome", default_lm, IDENTITY)
+    editor.learn([pair])
+    (row,) = edit_quality(editor, "factcheck", [pair])
+    assert row.efficacy == 1.0 and row.counter_efficacy == 1.0
+    for state, new in (((FACT,), " Rome"), ((COUNTER_FACT,), " Berlin")):
+        with editor.applied(state):
+            top = top_tokens(default_lm, [default_lm.tokenizer(w.format("France"))["input_ids"] for w in wordings])
+        hits = [token == default_lm.tokenizer(new)["input_ids"][0] for token in top]
+        assert (row.generalisation if new == " Rome" else row.counter_generalisation) == sum(hits) / 2
 
 
 @pytest.mark.parametrize(

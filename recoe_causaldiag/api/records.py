@@ -22,12 +22,19 @@ class RecordError(ValueError):
 
 @dataclass(frozen=True)
 class Rewrite:
-    """An edit in (subject, relation prompt, object) form, for weight editors such as MEMIT/ROME."""
+    """An edit in (subject, relation prompt, object) form, for weight editors such as MEMIT/ROME; `paraphrases` are
+    other wordings of the prompt (each with its `{}` for the subject), on which an edit's generalisation is measured."""
 
     prompt: str
     subject: str
     target_new: str
     target_true: str
+    paraphrases: tuple[str, ...] = ()
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Rewrite:
+        """A rewrite from a dataset row (one written before `paraphrases` existed has none)."""
+        return cls(**{**row, "paraphrases": tuple(row.get("paraphrases") or ())})
 
 
 @dataclass(frozen=True)
@@ -53,8 +60,8 @@ class PairRecord:
         row = asdict(self)
         for key in ("choices", "edits", "counter_edits", "flip_edits"):
             row[key] = list(row[key])
-        row["rewrites"] = [dict(r) for r in row["rewrites"]]
-        row["counter_rewrites"] = [dict(r) for r in row["counter_rewrites"]]
+        for key in ("rewrites", "counter_rewrites"):
+            row[key] = [{**r, "paraphrases": list(r["paraphrases"])} for r in row[key]]
         return row
 
     @classmethod
@@ -73,8 +80,8 @@ class PairRecord:
             counter_edits=tuple(row["counter_edits"]),
             explanation_faithful=row["explanation_faithful"],
             explanation_unfaithful=row["explanation_unfaithful"],
-            rewrites=tuple(Rewrite(**r) for r in row["rewrites"] or ()),
-            counter_rewrites=tuple(Rewrite(**r) for r in row["counter_rewrites"] or ()),
+            rewrites=tuple(Rewrite.from_row(r) for r in row["rewrites"] or ()),
+            counter_rewrites=tuple(Rewrite.from_row(r) for r in row["counter_rewrites"] or ()),
             flip_edits=tuple(row["flip_edits"] or ()),
             metadata=row["metadata"],
         )
@@ -89,6 +96,7 @@ _REWRITE = {
     "subject": datasets.Value("string"),
     "target_new": datasets.Value("string"),
     "target_true": datasets.Value("string"),
+    "paraphrases": datasets.List(datasets.Value("string")),
 }
 
 FEATURES = datasets.Features(
@@ -131,6 +139,13 @@ def validate_record(record: PairRecord) -> None:
         raise RecordError(row, "counter_edits", "identical to edits")
     if record.explanation_faithful.strip() == record.explanation_unfaithful.strip():
         raise RecordError(row, "explanation_unfaithful", "identical to explanation_faithful")
+    for name in ("rewrites", "counter_rewrites"):
+        for index, rewrite in enumerate(getattr(record, name)):
+            for prompt in (rewrite.prompt, *rewrite.paraphrases):
+                if prompt.count("{}") != 1:
+                    raise RecordError(row, f"{name}[{index}]", f"prompt {prompt!r} needs one '{{}}' for the subject")
+            if rewrite.prompt in rewrite.paraphrases:
+                raise RecordError(row, f"{name}[{index}]", "a paraphrase repeats the prompt")
     try:
         meta = json.loads(record.metadata)
     except json.JSONDecodeError as err:

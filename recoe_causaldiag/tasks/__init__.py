@@ -14,8 +14,8 @@ from .object_counting_counterfactual import counting_counterfactual
 from .recoe import RECOE_SCHEMES, build_recoe
 from .recoe.domains import CURATED
 
-DATASET_VERSION = "1.2.0"
-RELEASE_DATE = "2026-11-24"
+DATASET_VERSION = "1.3.0"
+RELEASE_DATE = "2026-11-25"
 
 register_dataset(
     DatasetSpec(

@@ -40,6 +40,11 @@ MIN_SECOND_CITY_POPULATION = 50_000
 MIN_SECOND_CITY_DISTANCE_KM = 30.0  # keeps districts and suburbs of the capital out
 CAPITAL_PROMPT = "The capital of {} is"
 CITY_PROMPT = "{} is a city in"
+PARAPHRASES = {
+    CAPITAL_PROMPT: ("The capital city of {} is", "The seat of government of {} is in the city of"),
+    CITY_PROMPT: ("The city of {} is located in", "{} lies in the country of"),
+}
+"""Other wordings of the rewrite prompts, on which a weight edit's generalisation is measured."""
 ACTIONS = ("exclude", "country_name", "second_city")
 RELATIONS = ("city_of", "capital_of")
 TEMPLATE_WORDS = frozenset({"the", "capital", "of", "is", "a", "city", "in"})  # the words of the edits' templates
@@ -388,10 +393,10 @@ def make_pair(
 
     def rewrites(capital_x: str) -> tuple[Rewrite, ...]:
         return (
-            Rewrite(CAPITAL_PROMPT, x.name, capital_x, x.capital),
-            Rewrite(CAPITAL_PROMPT, y.name, y.capital, y.capital),
-            Rewrite(CITY_PROMPT, x.capital, x.name, x.name),
-            Rewrite(CITY_PROMPT, y.capital, y.name, y.name),
+            Rewrite(CAPITAL_PROMPT, x.name, capital_x, x.capital, PARAPHRASES[CAPITAL_PROMPT]),
+            Rewrite(CAPITAL_PROMPT, y.name, y.capital, y.capital, PARAPHRASES[CAPITAL_PROMPT]),
+            Rewrite(CITY_PROMPT, x.capital, x.name, x.name, PARAPHRASES[CITY_PROMPT]),
+            Rewrite(CITY_PROMPT, y.capital, y.name, y.name, PARAPHRASES[CITY_PROMPT]),
         )
 
     return PairRecord(

@@ -19,11 +19,13 @@ FACTS_FILE = "factcheck_facts.csv"
 
 @dataclass(frozen=True)
 class Relation:
-    """Templates of one relation: a statement ending in the object, and a yes/no question."""
+    """Templates of one relation: a statement ending in the object, a yes/no question, and other wordings of the
+    statement (`paraphrases`, each ending in the object) on which a weight edit's generalisation is measured."""
 
     name: str
     statement: str
     question: str
+    paraphrases: tuple[str, ...] = ()
 
     def state(self, subject: str, obj: str) -> str:
         return self.statement.format(subject=subject, object=obj)
@@ -34,7 +36,16 @@ class Relation:
     @property
     def rewrite_prompt(self) -> str:
         """The statement as a MEMIT/ROME prompt: subject as `{}`, object cut off."""
-        return self.statement.split("{object}")[0].rstrip().replace("{subject}", "{}")
+        return _as_prompt(self.statement)
+
+    @property
+    def paraphrase_prompts(self) -> tuple[str, ...]:
+        """The paraphrases as prompts, in the rewrite prompt's form."""
+        return tuple(_as_prompt(p) for p in self.paraphrases)
+
+
+def _as_prompt(statement: str) -> str:
+    return statement.split("{object}")[0].rstrip().replace("{subject}", "{}")
 
 
 @dataclass(frozen=True)
@@ -45,19 +56,26 @@ class Fact:
     source: str
 
 
+PARAPHRASE_COLUMNS = ("paraphrase_1", "paraphrase_2")
+
+
 def _parse_relation(row: SourceRow) -> Relation:
     statement, question = row.values["statement"], row.values["question"]
-    if not statement.endswith("{object}") or "{subject}" not in statement:
-        raise row.error("statement must contain {subject} and end with {object}")
+    paraphrases = tuple(row.values[column] for column in PARAPHRASE_COLUMNS)
+    for name, template in (("statement", statement), *zip(PARAPHRASE_COLUMNS, paraphrases)):
+        if not template.endswith("{object}") or template.count("{subject}") != 1:
+            raise row.error(f"{name} must contain {{subject}} once and end with {{object}}")
     if "{subject}" not in question or "{object}" not in question or not question.endswith("?"):
         raise row.error("question must contain {subject} and {object} and end with '?'")
-    return Relation(row.values["relation"], statement, question)
+    if len({statement, *paraphrases}) != 1 + len(paraphrases):
+        raise row.error("the paraphrases must differ from the statement and from each other")
+    return Relation(row.values["relation"], statement, question, paraphrases)
 
 
 def load_relations(path: Path | None = None) -> dict[str, Relation]:
     path = path or source_path(RELATIONS_FILE)
     relations: dict[str, Relation] = {}
-    for row in read_curated_csv(path, ("relation", "statement", "question")):
+    for row in read_curated_csv(path, ("relation", "statement", "question", *PARAPHRASE_COLUMNS)):
         relation = _parse_relation(row)
         if relation.name in relations:
             raise row.error(f"relation '{relation.name}' is defined twice")
@@ -113,7 +131,7 @@ def make_pair(
         return f"{relation.state(subject, obj)}, not {true_object}."
 
     def rewrite(obj: str) -> Rewrite:
-        return Rewrite(relation.rewrite_prompt, subject, obj, true_object)
+        return Rewrite(relation.rewrite_prompt, subject, obj, true_object, relation.paraphrase_prompts)
 
     return PairRecord(
         id=f"factcheck-default-{index}",
@@ -162,10 +180,17 @@ def build_factcheck(
     )
 
 
-def _counterfact_relation(relation_id: str, prompt: str) -> Relation:
+def _counterfact_relation(relation_id: str, prompt: str, subject: str, paraphrases: Sequence[str]) -> Relation:
+    """A COUNTERFACT case's relation; its paraphrase prompts are kept where they name the subject once."""
     statement = prompt.replace("{}", "{subject}") + " {object}"
     lead = statement[0].lower() + statement[1:] if statement.startswith("The ") else statement
-    return Relation(relation_id, statement, f"Is it true that {lead}?")
+    worded = dict.fromkeys(
+        p.replace(subject, "{subject}") + " {object}"
+        for p in paraphrases
+        if isinstance(p, str) and p.count(subject) == 1
+    )
+    worded.pop(statement, None)
+    return Relation(relation_id, statement, f"Is it true that {lead}?", tuple(worded))
 
 
 def build_from_counterfact(path: Path, seed: int = 0) -> list[PairRecord]:
@@ -191,18 +216,19 @@ def build_from_counterfact(path: Path, seed: int = 0) -> list[PairRecord]:
                     rewrite["subject"],
                     rewrite["target_true"]["str"],
                     rewrite["target_new"]["str"],
+                    case.get("paraphrase_prompts") or [],
                 )
             )
         except (KeyError, TypeError) as err:
             raise SourceError(path, None, f"case #{n}: missing field {err}") from None
     pools: dict[str, list[str]] = {}
-    for _, rel, _, _, true_obj, new_obj in parsed:
+    for _, rel, _, _, true_obj, new_obj, _ in parsed:
         pools.setdefault(rel, []).extend([true_obj, new_obj])
     records = []
-    for index, (case_id, rel, prompt, subject, true_obj, new_obj) in enumerate(parsed):
+    for index, (case_id, rel, prompt, subject, true_obj, new_obj, paraphrases) in enumerate(parsed):
         if "{}" not in prompt:
             raise SourceError(path, None, f"case {case_id}: prompt {prompt!r} has no '{{}}' for the subject")
-        relation = _counterfact_relation(rel, prompt)
+        relation = _counterfact_relation(rel, prompt, subject, paraphrases)
         others = [o for o in pools[rel] if o.casefold() not in {true_obj.casefold(), new_obj.casefold()}]
         if not others:
             raise SourceError(path, None, f"case {case_id}: relation {rel} has no second counterfactual object")

@@ -18,6 +18,12 @@ from .answer_letters import options_in_order
 ENTITIES_FILE = "object_counting_entities.csv"
 COLUMNS = ("entity", "type", "category", "reserved", "source")
 LOCATED_CATEGORY = "touristic attraction"
+TYPE_PROMPT, LOCATED_PROMPT = "{} is", "{} is located in"
+PARAPHRASES = {
+    TYPE_PROMPT: ("{} is a kind of", "{} belongs to the category of"),
+    LOCATED_PROMPT: ("{} can be found in", "{} is situated in"),
+}
+"""Other wordings of the rewrite prompts, on which a weight edit's generalisation is measured."""
 MIN_ENTITIES_PER_TYPE = 10
 MIN_TYPES_PER_CATEGORY = 3
 RESERVED_SHARE = 5  # one entity in five is reserved for reassignment (paper: 20%)
@@ -262,8 +268,8 @@ def make_pair(index: int, plan: Plan, catalogue: Catalogue, rng: random.Random) 
         return tuple(f"{e.name} is {predicate(plan.category, t)}." for e, t in zip(items, held))
 
     def rewrites(held: Sequence[str]) -> tuple[Rewrite, ...]:
-        prompt = "{} is located in" if plan.category == LOCATED_CATEGORY else "{} is"
-        return tuple(Rewrite(prompt, e.name, t, e.type) for e, t in zip(items, held))
+        prompt = LOCATED_PROMPT if plan.category == LOCATED_CATEGORY else TYPE_PROMPT
+        return tuple(Rewrite(prompt, e.name, t, e.type, PARAPHRASES[prompt]) for e, t in zip(items, held))
 
     return PairRecord(
         id=f"object_counting-default-{index}",

@@ -39,7 +39,7 @@ def make_pair(index: int, item: Datapoint, letter: str) -> PairRecord:
     true_objects = {f.key: f.object for f in item.facts}
 
     def rewrites(facts) -> tuple[Rewrite, ...]:
-        return tuple(Rewrite(f.prompt, f.subject, f.object, true_objects[f.key]) for f in facts)
+        return tuple(Rewrite(f.prompt, f.subject, f.object, true_objects[f.key], f.paraphrases) for f in facts)
 
     source = "; ".join(item.sources)
     return PairRecord(

@@ -62,7 +62,7 @@ def counting_item(collection: Collection, seed: int) -> Datapoint | None:
         return None
 
     def fact(names: Sequence[str]) -> Fact:
-        return set_fact(collection.subject, collection.prompt, names, collection.member_prompt)
+        return set_fact(collection.subject, collection.prompt, names, collection.member_prompt, collection.paraphrases)
 
     def derived(name: str) -> FactSet:
         names = [m for m in members if m != name] if way == "drop" else [*members, name]

@@ -152,7 +152,7 @@ def departure(values: Iterable[int], truth: Iterable[int]) -> float:
 
 def facts_of(domain: Domain, subjects: Sequence[str], values: Mapping[str, int]) -> tuple[Fact, ...]:
     """One numeric fact per subject, in the given order."""
-    return tuple(numeric_fact(s, domain.prompt, values[s], domain.unit) for s in subjects)
+    return tuple(numeric_fact(s, domain.prompt, values[s], domain.unit, domain.paraphrases) for s in subjects)
 
 
 def because(facts: Sequence[Fact], conclusion: str) -> str:

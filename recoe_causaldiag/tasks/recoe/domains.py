@@ -49,6 +49,8 @@ class Domain:
     attribute: str
     total: str | None
     difference: str | None
+    paraphrases: tuple[str, ...] = ()
+    """Other wordings of `prompt`, on which a weight edit's generalisation is measured."""
 
 
 _POPULATION = dict(
@@ -62,6 +64,7 @@ _POPULATION = dict(
     attribute="population",
     total="What is the combined population of {items}?",
     difference="How many more inhabitants does {x} have than {y}?",
+    paraphrases=("The population of {} is", "The number of people living in {} is"),
 )
 DOMAINS: dict[str, Domain] = {
     d.name: d
@@ -81,6 +84,7 @@ DOMAINS: dict[str, Domain] = {
             "area",
             "What is the combined area of {items}, in square kilometres?",
             "How much larger is {x} than {y}, in square kilometres?",
+            paraphrases=("The area of {} is", "The total surface area of {} is"),
         ),
         Domain(
             "neighbour_count",
@@ -95,6 +99,10 @@ DOMAINS: dict[str, Domain] = {
             "number of neighbouring countries",
             None,
             "How many more countries does {x} border than {y}?",
+            paraphrases=(
+                "The number of countries that share a border with {} is",
+                "The number of neighbouring countries of {} is",
+            ),
         ),
         Domain(
             "river_length",
@@ -109,6 +117,7 @@ DOMAINS: dict[str, Domain] = {
             "length",
             "What is the combined length of {items}, in kilometres?",
             "How much longer is {x} than {y}, in kilometres?",
+            paraphrases=("The length of {} is", "{} is a river with a length of"),
         ),
         Domain(
             "mountain_height",
@@ -123,6 +132,7 @@ DOMAINS: dict[str, Domain] = {
             "height",
             None,
             "How much higher is {x} than {y}, in metres?",
+            paraphrases=("The height of {} is", "{} rises to a height of"),
         ),
         Domain(
             "planet_moons",
@@ -137,6 +147,7 @@ DOMAINS: dict[str, Domain] = {
             "number of known moons",
             "How many known moons do {items} have in total?",
             "How many more known moons does {x} have than {y}?",
+            paraphrases=("The number of moons known to orbit {} is", "The count of known moons of {} is"),
         ),
         Domain(
             "planet_diameter",
@@ -151,6 +162,7 @@ DOMAINS: dict[str, Domain] = {
             "mean diameter",
             None,
             "How much larger is the mean diameter of {x} than that of {y}, in kilometres?",
+            paraphrases=("The mean diameter of {} is", "The average diameter of {} is"),
         ),
     )
 }
@@ -180,6 +192,8 @@ class Collection:
     member_prompt: str
     question: str
     source: str
+    paraphrases: tuple[str, ...] = ()
+    """Other wordings of `prompt`, on which a weight edit's generalisation is measured."""
 
 
 @dataclass(frozen=True)
@@ -347,6 +361,7 @@ def geography_collections(geo: Geography) -> list[Collection]:
                     "{} shares a land border with",
                     f"With how many countries does {country.name} share a land border?",
                     source,
+                    ("The countries that share a land border with {} are", "{} has land borders with"),
                 )
             )
     for iso, cities in geo.cities.items():
@@ -368,6 +383,10 @@ def geography_collections(geo: Geography) -> list[Collection]:
                         f"{{}} has a city with more than {said} inhabitants called",
                         f"How many cities of {name} have more than {said} inhabitants?",
                         source,
+                        (
+                            f"The cities in {{}} with over {said} inhabitants are",
+                            f"{{}}'s cities with more than {said} inhabitants are",
+                        ),
                     )
                 )
                 break

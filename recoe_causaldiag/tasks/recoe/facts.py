@@ -70,6 +70,8 @@ class Fact:
     object: str
     value: int | tuple[str, ...]
     atoms: tuple[Atom, ...]
+    paraphrases: tuple[str, ...] = ()
+    """Other wordings of `prompt` (a weight edit's generalisation prompts)."""
 
     @property
     def sentence(self) -> str:
@@ -94,16 +96,19 @@ class Fact:
         }
 
 
-def numeric_fact(subject: str, prompt: str, value: int, unit: str) -> Fact:
+def numeric_fact(subject: str, prompt: str, value: int, unit: str, paraphrases: tuple[str, ...] = ()) -> Fact:
     """A fact stating one number (`Mount Everest has a height of 8,849 metres.`); it is its own atomic fact."""
     obj = f"{number(value)}{unit}"
     sentence = f"{prompt.format(subject)} {obj}."
-    return Fact(subject, prompt, obj, value, (Atom(sentence, (subject, prompt.replace("{}", "").strip(), obj)),))
+    atom = Atom(sentence, (subject, prompt.replace("{}", "").strip(), obj))
+    return Fact(subject, prompt, obj, value, (atom,), paraphrases)
 
 
-def set_fact(subject: str, prompt: str, members: Sequence[str], member_prompt: str) -> Fact:
+def set_fact(
+    subject: str, prompt: str, members: Sequence[str], member_prompt: str, paraphrases: tuple[str, ...] = ()
+) -> Fact:
     """A fact listing a closed set (`Germany shares a land border with Austria, ... and Switzerland.`); every member
     is one atomic fact stated with `member_prompt` (`{} shares a land border with`)."""
     relation = member_prompt.replace("{}", "").strip()
     atoms = tuple(Atom(f"{member_prompt.format(subject)} {m}.", (subject, relation, m)) for m in members)
-    return Fact(subject, prompt, listing(list(members)), tuple(members), atoms)
+    return Fact(subject, prompt, listing(list(members)), tuple(members), atoms, paraphrases)
