@@ -65,6 +65,7 @@ build: setup
 	$(BIN)/causaldiag build all --out build/datasets
 
 bench: setup
+	$(BIN)/python bench/bench_metrics.py --pairs 4
 	$(BIN)/python bench/bench_scoring.py --pairs 8
 	$(BIN)/python bench/bench_editors.py --pairs 4
 

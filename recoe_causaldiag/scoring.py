@@ -9,7 +9,6 @@ restored to request order.
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Iterator, Sequence
 
@@ -20,6 +19,7 @@ from tqdm.auto import tqdm
 from . import prompts
 from .api.engine import Encoded, Engine, LabelRequest
 from .editors.editing import IN_CONTEXT, Editor
+from .kv_cache import forked_cache
 from .models import LanguageModel, default_helper_model, load_model
 from .prompts import Prompt
 
@@ -201,8 +201,7 @@ class ScoringEngine:
                     bar.update(len(batch))
                     continue
                 select = torch.tensor([row for _, row in pairs], device=device)
-                cache = copy.deepcopy(prefix_cache)
-                cache.batch_select_indices(select)
+                cache = forked_cache(prefix_cache, select)
                 cont_ids, cont_mask = left_pad(conts, lm.pad_token_id, device)
                 cont_positions = prefix_mask.sum(-1)[select, None] + (cont_mask.cumsum(-1) - 1).clamp(min=0)
                 out = lm.model(

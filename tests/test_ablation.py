@@ -38,7 +38,15 @@ def cell(editor: str, explanations: str, d: list[float], seconds: float = 1.0) -
         "edit_quality": []
         if editor == "ice"
         else [
-            {"task": "factcheck", "efficacy": 1.0, "counter_efficacy": 0.9, "specificity": 1.0, "n_failed": 1, "n": 12}
+            {
+                "task": "factcheck",
+                "efficacy": 1.0,
+                "counter_efficacy": 0.9,
+                "generalisation": 0.5,
+                "specificity": 1.0,
+                "n_failed": 1,
+                "n": 12,
+            }
         ],
         "generated_explanations": [] if explanations == "synthetic" else [{"task": "factcheck", "n": 12, "n_kept": 9}],
     }
@@ -72,8 +80,8 @@ def test_the_page_shows_every_cell_its_tests_edit_quality_and_cost(tmp_path):
     page, figure = write_ablation(cells, tmp_path)
     text = page.read_text()
     assert "| factcheck | filler_tokens | repeating-dots-binary | 0.667 [0.567, 0.767] | 1.000 [0.900, 1.100] |" in text
-    assert "| ice · synthetic | factcheck | n/a | n/a | n/a | n/a (in context) | 0.750 |" in text
-    assert "| rome · synthetic | factcheck | 1.000 | 0.900 | 1.000 | 1 / 12 | 0.750 |" in text
+    assert "| ice · synthetic | factcheck | n/a | n/a | n/a | n/a | n/a (in context) | 0.750 |" in text
+    assert "| rome · synthetic | factcheck | 1.000 | 0.900 | 0.500 | 1.000 | 1 / 12 | 0.750 |" in text
     assert "| all | 7 |" in text and "tiny model" in text
     assert figure.stat().st_size > 0
     assert sorted(p.name for p in tmp_path.glob("results-*.json")) == [

@@ -14,6 +14,7 @@ from recoe_causaldiag.api.metric import Instance
 from recoe_causaldiag.metrics.cc_shap import (
     CCShap,
     CoalitionForward,
+    antithetic_permutations,
     attributions,
     cc_shap_score,
     cot_layouts,
@@ -101,7 +102,8 @@ def test_cot_variant_attributes_the_direct_prediction_and_the_cot_explanation(ti
     prediction = attributions(tiny_engine, direct, answer, baseline_id=baseline, n_samples=2, seed=3)[0]
     explanation = attributions(tiny_engine, cot, answer, baseline_id=baseline, n_samples=2, seed=3)[1:]
     scores = CCShap(n_samples=2, seed=3, select=["cot"]).score_instances([instance], tiny_engine)
-    assert scores["cot"][0] == pytest.approx(cc_shap_score(prediction, explanation))
+    # float32 sums differ by batch shape: the metric scores both attributions' coalitions in one engine call
+    assert scores["cot"][0] == pytest.approx(cc_shap_score(prediction, explanation), abs=1e-5)
     both = CCShap(n_samples=2, seed=3).score_instances([instance], tiny_engine)  # prediction side from post_hoc
     assert both["cot"][0] == pytest.approx(scores["cot"][0], abs=1e-5)  # float32 sums differ by batch and threads
     after_cot = attributions(tiny_engine, cot, answer, baseline_id=baseline, n_samples=2, seed=3)[0]
@@ -123,8 +125,9 @@ def test_edits_and_template_are_never_perturbed(tiny_engine, instance, monkeypat
     n = len(lay.question)
     # the empty coalition, then n per permutation, each coalition (the full input in particular) scored once
     assert len(seen) == len(set(seen)) <= 1 + 3 * n - 2
+    scored = max((lay.label_row, *lay.explanation_rows)) + 1
     for enc in seen:
-        assert enc.prefix == lay.head and enc.continuation[n:] == lay.tail
+        assert enc.prefix == lay.head and enc.continuation[n:] == lay.tail[: scored - n], "cut after the last row"
         assert all(t in (q, baseline) for t, q in zip(enc.continuation[:n], lay.question))
     assert (baseline,) * n in {enc.continuation[:n] for enc in seen}
 
@@ -169,3 +172,34 @@ def test_real_model_scores_two_factcheck_instances(default_lm, factcheck_pairs):
 def test_evaluate_module_card_example_runs_offline():
     results = card_namespace("cc_shap")["results"]
     assert results["variant"] == "post_hoc" and len(results["scores"]) == 1
+
+
+def test_antithetic_permutations_come_in_reversed_pairs():
+    torch.manual_seed(0)
+    drawn = list(antithetic_permutations(6, 5))
+    assert drawn[1] == drawn[0][::-1] and drawn[3] == drawn[2][::-1] and drawn[2] != drawn[0]
+    assert all(sorted(p) == list(range(6)) for p in drawn) and len(drawn) == 5
+
+
+def test_antithetic_values_are_efficient_and_the_estimator_is_checked(tiny_engine, instance):
+    lay = post_hoc_layout(tiny_engine, instance, 0)
+    baseline = tiny_engine.lm.encode("...", continuation=True)[0]
+    values = attributions(tiny_engine, lay, 1, baseline_id=baseline, n_samples=4, seed=7, estimator="antithetic")
+    full, empty = CoalitionForward(tiny_engine, lay, 1)(
+        torch.tensor([lay.question, (baseline,) * len(lay.question)])
+    ).numpy()
+    np.testing.assert_allclose(values.sum(axis=1), full - empty, rtol=1e-4, atol=1e-6)
+    assert not np.allclose(values, attributions(tiny_engine, lay, 1, baseline_id=baseline, n_samples=4, seed=7))
+    with pytest.raises(ValueError, match="estimator"):
+        CCShap(estimator="kernel")
+
+
+def test_instances_scored_together_score_as_each_alone(tiny_engine, factcheck_pairs):
+    """Every coalition of every instance goes to the engine in one call; batching changes no score."""
+    instances = [Instance.from_pair(p, p.explanation_faithful) for p in factcheck_pairs[:3]]
+    metric = CCShap(n_samples=2, seed=1)
+    together = metric.score_instances(instances, tiny_engine)
+    for k, one in enumerate(instances):
+        alone = metric.score_instances([one], tiny_engine)
+        for variant in metric.variants:
+            assert together[variant][k] == pytest.approx(alone[variant][0], abs=1e-5)

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from recoe_causaldiag import prompts
+from recoe_causaldiag.kv_cache import forked_cache
 from recoe_causaldiag.mechanisms.truncation import heuristic_truncation
 from recoe_causaldiag.metrics.filler_tokens import CORRUPTIONS
 from recoe_causaldiag.scoring import LabelRequest, ScoringEngine, naive_label_probs
@@ -87,3 +88,20 @@ def test_greedy_generation_is_deterministic(default_lm, factcheck_pairs):
     assert all(isinstance(t, str) and t for t in first)
     alone = engine.generate(requests[:1], max_new_tokens=12)
     assert alone[0].split()[:3] == first[0].split()[:3]
+
+
+def test_a_forked_cache_extends_without_touching_the_prefix_cache(default_lm):
+    model = default_lm.model
+    texts = ("The capital of France is", "Bananas are very ripe and")
+    prefix = torch.tensor([default_lm.encode(text, continuation=True)[:4] for text in texts])
+    with torch.inference_mode():
+        cache = model(prefix, use_cache=True).past_key_values
+        before = [(layer.keys.clone(), layer.values.clone()) for layer in cache.layers]
+        fork = forked_cache(cache, torch.tensor([1, 1, 0]))
+        out = model(torch.tensor([[13], [11], [13]]), past_key_values=fork, use_cache=True).logits[:, -1]
+        alone = model(torch.cat([prefix[1], torch.tensor([11])])[None]).logits[:, -1]
+    assert fork.get_seq_length() == prefix.shape[1] + 1 and cache.get_seq_length() == prefix.shape[1]
+    assert all(
+        torch.equal(k, layer.keys) and torch.equal(v, layer.values) for (k, v), layer in zip(before, cache.layers)
+    )
+    torch.testing.assert_close(out[1], alone[0], atol=1e-4, rtol=0)

@@ -12,6 +12,8 @@ question tokens for the model's prediction and for its explanation (post-hoc or 
 _OPTIONS_DESCRIPTION = """
     n_samples (int, optional): permutations of Shapley value sampling per attribution. Default: 16.
     seed (int, optional): seed of the permutations. Default: 0.
+    estimator (str, optional): "sampling" (independent random permutations, captum's) or "antithetic" (each
+        permutation followed by its reverse). Default: "sampling".
     Only the requested variant is computed (CC-SHAP costs about n_samples × question-length forwards per input).
 """
 

@@ -11,12 +11,13 @@ reused for the positions before the earliest patched or read position of a batch
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 from tqdm.auto import tqdm
+
+from ..kv_cache import forked_cache
 
 Readout = Callable[[torch.Tensor], torch.Tensor]
 
@@ -130,8 +131,8 @@ def patched_readouts(
         if start > 0:
             if start not in prefix_caches:
                 prefix_caches[start] = model(target[:, :start], use_cache=True, logits_to_keep=1).past_key_values
-            batch_cache = copy.deepcopy(prefix_caches[start])
-            batch_cache.batch_repeat_interleave(len(batch))
+            rows = torch.zeros(len(batch), dtype=torch.long, device=model.device)
+            batch_cache = forked_cache(prefix_caches[start], rows)
         hooks = []
         for layer, (rows, positions, values) in _site_edits(batch, source, start).items():
 
@@ -153,4 +154,43 @@ def patched_readouts(
         results.append(readout(out.logits))
         bar.update(len(batch))
     bar.close()
+    return torch.cat(results)
+
+
+@torch.inference_mode()
+def patched_readouts_reference(
+    model: torch.nn.Module,
+    source_ids: Sequence[int],
+    target_ids: Sequence[int],
+    patches: Sequence[Patch],
+    readout: Readout,
+    *,
+    first_read: int,
+    source_states: Sequence[torch.Tensor] | None = None,
+    **_batching: object,
+) -> torch.Tensor:
+    """`patched_readouts` as the reference code computes it: one forward of the whole target input per patch
+    (batch 1, no KV reuse); what `make bench` and the tests compare the batched, cached path with."""
+    if len(source_ids) != len(target_ids):
+        raise ValueError(f"source and target differ in length ({len(source_ids)} vs {len(target_ids)} tokens)")
+    layers = decoder_layers(model)
+    source = residual_stream(model, source_ids) if source_states is None else source_states
+    target = torch.tensor([list(target_ids)], device=model.device)
+    results = []
+    for patch in patches:
+        hooks = []
+        for layer in patch.layers:
+            positions = list(patch.positions)
+
+            def write(_module, _args, output, layer=layer, positions=positions):
+                _hidden(output)[0, positions] = source[layer][positions]
+                return output
+
+            hooks.append(layers[layer].register_forward_hook(write))
+        try:
+            logits = model(target, use_cache=False).logits[:, first_read:]
+        finally:
+            for hook in hooks:
+                hook.remove()
+        results.append(readout(logits))
     return torch.cat(results)

@@ -207,6 +207,8 @@ class CausalFaithfulness(Metric):
 
     name = "causal_faithfulness"
     explanation_type = "post-hoc"
+    patcher = staticmethod(patched_readouts)
+    """How the patched runs are computed: batched with KV reuse (`patched_readouts`), or the reference loop."""
     description = "1 − cosine distance between activation-patching effect matrices of the answer and the explanation"
     title = "Causal Faithfulness"
     long_description = (
@@ -261,7 +263,7 @@ class CausalFaithfulness(Metric):
         with engine.editor.applied(lay.clean_state):
             source = residual_stream(model, lay.clean)
         with engine.editor.applied(lay.corrupted_state):
-            out = patched_readouts(
+            out = self.patcher(
                 model,
                 lay.clean,
                 lay.corrupted,

@@ -5,8 +5,11 @@ Features are the question tokens only: the ICE edit prefix and the prompt templa
 attributed (SPEC §5). A coalition keeps its question tokens and replaces the others by one baseline token each
 (default "...", the mask text of shap's Text masker used by the original code; here not collapsed, so the
 length stays fixed). Shapley values are estimated with captum's `ShapleyValueSampling` (`n_samples` seeded
-random permutations; one engine call per permutation, the edit prefix's KV cache shared by all coalitions) of
-one multi-output, teacher-forced forward per coalition:
+random permutations, or antithetic pairs of a permutation and its reverse with `estimator="antithetic"`) of one
+multi-output, teacher-forced forward per coalition. captum runs twice: once to record the coalitions its seeded
+permutations need, then on their outputs, which are scored in between for every permutation of every instance in
+one batched engine call (the edit prefix's KV cache shared, each coalition cut after its last scored token and
+scored once). The outputs:
 
 - prediction: the log-odds of the predicted label among the label tokens, log p(ŷ) − log(1 − p(ŷ)) (eq. 7;
   the logit difference for two labels), so that both sides are on the log scale of the original's outputs;
@@ -29,7 +32,7 @@ different numbers of tokens by the two prompts, or an all-zero attribution vecto
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,51 +100,137 @@ def attribution_layout(
 
 class CoalitionForward:
     """captum's forward function: question-token rows (one coalition each) → [logit(ŷ), log p(e_1), …, log p(e_T)]
-    per row, scored through the engine; results are memoised by coalition (the full input recurs in every
-    permutation)."""
+    per row. While `recording`, it only notes the coalitions asked for (answering zeros), so that the coalitions of
+    every permutation, and of many attributions, are scored in one batched engine call (`score_recorded`) before
+    captum runs again on the answers; a coalition is scored once (the full input recurs in every permutation)."""
 
     def __init__(self, engine: Engine, lay: AttributionLayout, label_index: int) -> None:
         self.engine, self.layout, self.label_index = engine, lay, label_index
         self.memo: dict[tuple[int, ...], torch.Tensor] = {}
+        self.recording = False
+        self.recorded: dict[tuple[int, ...], None] = {}
 
     def __call__(self, coalitions: torch.Tensor) -> torch.Tensor:
         keys = [tuple(int(t) for t in row) for row in coalitions]
-        todo = list(dict.fromkeys(k for k in keys if k not in self.memo))
-        if todo:
-            lay = self.layout
-            # every coalition shares the head (template and edits): one prefix, encoded once per engine pass;
-            # `leading_space` only matters for label ids, which the layout fixed
-            encoded = [Encoded(lay.head, key + lay.tail, False, lay.state) for key in todo]
-            for index, logits in self.engine.continuation_logits(encoded, desc="cc_shap coalitions"):
-                self.memo[todo[index]] = self._outputs(logits)
+        if self.recording:
+            self.recorded.update(dict.fromkeys(k for k in keys if k not in self.memo))
+            return torch.zeros(len(keys), 1 + len(self.layout.explanation_ids), dtype=torch.float64)
+        missing = [k for k in dict.fromkeys(keys) if k not in self.memo]
+        if missing:
+            self.recorded.update(dict.fromkeys(missing))
+            score_recorded(self.engine, [self])
         return torch.stack([self.memo[k] for k in keys])
 
-    def _outputs(self, logits: torch.Tensor) -> torch.Tensor:
+    def requests(self) -> list[Encoded]:
+        """The recorded coalitions as engine requests: the shared head (template and edits) as the prefix, encoded
+        once per engine pass; the coalition and the tail up to the last scored token as the continuation
+        (`leading_space` only matters for label ids, which the layout fixed)."""
+        lay = self.layout
+        scored = max((lay.label_row, *lay.explanation_rows)) + 1
+        return [Encoded(lay.head, (key + lay.tail)[:scored], False, lay.state) for key in self.recorded]
+
+    def store(self, index: int, logits: torch.Tensor) -> None:
+        """The outputs of the `index`-th recorded coalition from its continuation logits."""
         lay = self.layout
         logp = torch.log_softmax(logits[lay.label_row, list(lay.label_ids)].double(), dim=-1)
         others = torch.cat([logp[: self.label_index], logp[self.label_index + 1 :]])
         label = logp[self.label_index] - torch.logsumexp(others, dim=0)
         rows = torch.log_softmax(logits[list(lay.explanation_rows)].double(), dim=-1)
         tokens = rows[torch.arange(len(lay.explanation_ids)), torch.tensor(lay.explanation_ids, dtype=torch.long)]
-        return torch.cat([label.reshape(1), tokens])
+        self.memo[list(self.recorded)[index]] = torch.cat([label.reshape(1), tokens])
+
+
+def score_recorded(engine: Engine, forwards: Sequence[CoalitionForward]) -> None:
+    """Score the coalitions every forward recorded, all in one engine call, and clear the records."""
+    owners = [(forward, index) for forward in forwards for index in range(len(forward.recorded))]
+    encoded = [request for forward in forwards for request in forward.requests()]
+    if encoded:
+        for position, logits in engine.continuation_logits(encoded, desc="cc_shap coalitions"):
+            forward, index = owners[position]
+            forward.store(index, logits)
+    for forward in forwards:
+        forward.recorded.clear()
+
+
+def antithetic_permutations(num_features: int, num_samples: int) -> Iterator[list[int]]:
+    """Random permutations in antithetic pairs, each followed by its reverse (a feature's predecessors in one are
+    its successors in the other, so the pair's errors tend to cancel; Mitchell et al., 2022); an odd last one is
+    drawn alone."""
+    drawn: list[int] = []
+    for k in range(num_samples):
+        drawn = torch.randperm(num_features).tolist() if k % 2 == 0 else drawn[::-1]
+        yield drawn
+
+
+ESTIMATORS = ("sampling", "antithetic")
+
+
+class Attribution:
+    """One Shapley value estimate of a layout's outputs over its question tokens, run by captum in two passes: the
+    first records the coalitions its seeded permutations need, the second (after `score_recorded`) reads them."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        lay: AttributionLayout,
+        label_index: int,
+        *,
+        baseline_id: int,
+        n_samples: int,
+        seed: int,
+        estimator: str = "sampling",
+    ) -> None:
+        self.forward = CoalitionForward(engine, lay, label_index)
+        self.baseline_id, self.n_samples, self.seed, self.estimator = baseline_id, n_samples, seed, estimator
+
+    def record(self) -> None:
+        """The first pass: note the coalitions the permutations need."""
+        self.forward.recording = True
+        try:
+            self._run()
+        finally:
+            self.forward.recording = False
+
+    def values(self) -> np.ndarray:
+        """Shapley values, shape (1 + T, n_question_tokens): row 0 for the log-odds of ŷ, then one row per
+        explanation token (any coalition not scored yet is scored first)."""
+        return self._run()
+
+    def _run(self) -> np.ndarray:
+        lay = self.forward.layout
+        sampler = ShapleyValueSampling(self.forward)
+        if self.estimator == "antithetic":
+            sampler.permutation_generator = antithetic_permutations
+        inputs = torch.tensor([lay.question], dtype=torch.long)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            values = sampler.attribute(
+                inputs,
+                baselines=torch.full_like(inputs, self.baseline_id),
+                n_samples=self.n_samples,
+                perturbations_per_eval=len(lay.question),
+            )
+        return values[0].double().numpy()
 
 
 def attributions(
-    engine: Engine, lay: AttributionLayout, label_index: int, *, baseline_id: int, n_samples: int, seed: int
+    engine: Engine,
+    lay: AttributionLayout,
+    label_index: int,
+    *,
+    baseline_id: int,
+    n_samples: int,
+    seed: int,
+    estimator: str = "sampling",
 ) -> np.ndarray:
-    """Shapley values, shape (1 + T, n_question_tokens): row 0 for the log-odds of ŷ, then one row per explanation
-    token."""
-    forward = CoalitionForward(engine, lay, label_index)
-    inputs = torch.tensor([lay.question], dtype=torch.long)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        values = ShapleyValueSampling(forward).attribute(
-            inputs,
-            baselines=torch.full_like(inputs, baseline_id),
-            n_samples=n_samples,
-            perturbations_per_eval=len(lay.question),
-        )
-    return values[0].double().numpy()
+    """Shapley values of one layout, shape (1 + T, n_question_tokens): row 0 for the log-odds of ŷ, then one row per
+    explanation token."""
+    attribution = Attribution(
+        engine, lay, label_index, baseline_id=baseline_id, n_samples=n_samples, seed=seed, estimator=estimator
+    )
+    attribution.record()
+    score_recorded(engine, [attribution.forward])
+    return attribution.values()
 
 
 def cc_shap_score(prediction: np.ndarray, explanation: np.ndarray) -> float:
@@ -198,9 +287,10 @@ def cot_layouts(engine: Engine, instance: Instance) -> tuple[AttributionLayout, 
 
 @register_metric
 class CCShap(Metric):
-    """CC-SHAP with `n_samples` permutations of captum's Shapley value sampling (seeded by `seed`); masked
-    question tokens are replaced by `baseline` (one token for the model); `select` names the variants to
-    compute (both by default; each costs about `n_samples` × question-length forwards per instance)."""
+    """CC-SHAP with `n_samples` permutations of captum's Shapley value sampling (seeded by `seed`; `estimator`
+    "sampling" or "antithetic"); masked question tokens are replaced by `baseline` (one token for the model);
+    `select` names the variants to compute (both by default; each costs about `n_samples` × question-length
+    forwards per instance)."""
 
     name = "cc_shap"
     explanation_type = "post-hoc"
@@ -215,22 +305,31 @@ class CCShap(Metric):
   title={On Measuring Faithfulness or Self-consistency of Natural Language Explanations},
   author={Parcalabescu, Letitia and Frank, Anette}, booktitle={Proceedings of ACL}, year={2024}
 }"""
-    evaluate_options = ("n_samples", "seed")
+    evaluate_options = ("n_samples", "seed", "estimator")
     options_doc = """
     n_samples (int, optional): permutations of Shapley value sampling per attribution. Default: 16.
     seed (int, optional): seed of the permutations. Default: 0.
+    estimator (str, optional): "sampling" (independent random permutations, captum's) or "antithetic" (each
+        permutation followed by its reverse). Default: "sampling".
     Only the requested variant is computed (CC-SHAP costs about n_samples × question-length forwards per input).
 """
     variant_option = "select"
 
     def __init__(
-        self, n_samples: int = 16, seed: int = 0, baseline: str = "...", select: Sequence[str] = VARIANTS
+        self,
+        n_samples: int = 16,
+        seed: int = 0,
+        baseline: str = "...",
+        select: Sequence[str] = VARIANTS,
+        estimator: str = "sampling",
     ) -> None:
         if n_samples < 1:
             raise ValueError(f"n_samples must be >= 1, got {n_samples}")
         if not select or set(select) - set(VARIANTS):
             raise ValueError(f"select must name some of {list(VARIANTS)}, got {list(select)}")
-        self.n_samples, self.seed, self.baseline = n_samples, seed, baseline
+        if estimator not in ESTIMATORS:
+            raise ValueError(f"estimator must be one of {list(ESTIMATORS)}, got {estimator!r}")
+        self.n_samples, self.seed, self.baseline, self.estimator = n_samples, seed, baseline, estimator
         self._variants = tuple(v for v in VARIANTS if v in select)
 
     @property
@@ -242,35 +341,58 @@ class CCShap(Metric):
         if len(baseline) != 1:
             raise ValueError(f"baseline {self.baseline!r} is {len(baseline)} tokens for {engine.lm.name} (needs one)")
         probs = engine.label_probs([label_request(i) for i in instances], desc=self.name)
+        plans = [self._plan(engine, i, int(np.argmax(p)), baseline[0]) for i, p in zip(instances, probs)]
+        attributions = [a for plan in plans for a in plan.values() if a is not None]
+        for attribution in tqdm(attributions, desc=f"{self.name} permutations", disable=not engine.progress):
+            attribution.record()
+        score_recorded(engine, [a.forward for a in attributions])
         scores = {v: np.full(len(instances), np.nan) for v in self.variants}
-        bar = tqdm(
-            total=len(instances) * len(self.variants), desc=self.name, unit="attribution", disable=not engine.progress
-        )
-        for k, (instance, p) in enumerate(zip(instances, probs)):
-            for variant, value in self._scores(engine, instance, int(np.argmax(p)), baseline[0]).items():
+        for k, plan in enumerate(plans):
+            values = {role: a.values() for role, a in plan.items() if a is not None}
+            for variant, value in self._scores(values).items():
                 scores[variant][k] = value
-            bar.update(len(self.variants))
-        bar.close()
         return scores
 
-    def _scores(self, engine: Engine, instance: Instance, answer: int, baseline_id: int) -> dict[str, float]:
-        """One instance's CC-SHAP per selected variant. The prediction's attribution is the direct prompt's, which
-        the post-hoc prompt repeats: computed once for both variants. NaN without question or explanation tokens,
-        or when the CoT prompt splits the question into a different number of tokens than the direct prompt (its
-        features would not align)."""
+    def _plan(self, engine: Engine, instance: Instance, answer: int, baseline_id: int) -> dict[str, Attribution | None]:
+        """The attributions one instance needs, by role: "post_hoc" (prediction and explanation in one prompt),
+        "prediction" (the direct prompt, for the CoT variant when post_hoc is not computed) and "cot" (the CoT
+        explanation). None where the variant is undefined: no question or explanation tokens, or a CoT prompt that
+        splits the question into a different number of tokens than the direct prompt (its features would not
+        align)."""
 
-        def values(lay: AttributionLayout) -> np.ndarray:
-            return attributions(engine, lay, answer, baseline_id=baseline_id, n_samples=self.n_samples, seed=self.seed)
+        def attribution(lay: AttributionLayout) -> Attribution:
+            return Attribution(
+                engine,
+                lay,
+                answer,
+                baseline_id=baseline_id,
+                n_samples=self.n_samples,
+                seed=self.seed,
+                estimator=self.estimator,
+            )
 
-        found, prediction = {}, None
+        plan: dict[str, Attribution | None] = {}
         if "post_hoc" in self.variants:
             lay = post_hoc_layout(engine, instance, answer)
-            if lay.question and lay.explanation_ids:
-                both = values(lay)
-                prediction, found["post_hoc"] = both[0], cc_shap_score(both[0], both[1:])
+            plan["post_hoc"] = attribution(lay) if lay.question and lay.explanation_ids else None
         if "cot" in self.variants:
             predicted, explained = cot_layouts(engine, instance)
-            if predicted.question and explained.explanation_ids and len(predicted.question) == len(explained.question):
-                prediction = values(predicted)[0] if prediction is None else prediction
-                found["cot"] = cc_shap_score(prediction, values(explained)[1:])
+            usable = predicted.question and explained.explanation_ids
+            plan["cot"] = (
+                attribution(explained) if usable and len(predicted.question) == len(explained.question) else None
+            )
+            if plan["cot"] is not None and plan.get("post_hoc") is None:
+                plan["prediction"] = attribution(predicted)
+        return plan
+
+    def _scores(self, values: dict[str, np.ndarray]) -> dict[str, float]:
+        """One instance's CC-SHAP per selected variant from its attributions (NaN where a variant has none). The
+        prediction's attribution is the direct prompt's, which the post-hoc prompt repeats: computed once for both
+        variants."""
+        found = {}
+        if "post_hoc" in values:
+            found["post_hoc"] = cc_shap_score(values["post_hoc"][0], values["post_hoc"][1:])
+        if "cot" in values:
+            prediction = values["post_hoc"][0] if "post_hoc" in values else values["prediction"][0]
+            found["cot"] = cc_shap_score(prediction, values["cot"][1:])
         return {variant: found.get(variant, float("nan")) for variant in self.variants}

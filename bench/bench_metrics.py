@@ -1,0 +1,174 @@
+"""`make bench`, metrics: every registered per-instance metric on the same FactCheck pairs, through the scoring
+engine and through the reference loop of the papers' code (`ReferenceEngine`: batch 1, the whole prompt per forward,
+no prefix reuse; for CaF one forward per patch), each in a process of its own, measured in the same run.
+
+Printed per metric: pairs/s of both paths and their ratio against the issue's target, the largest difference of
+any score between them (NaN where a score is NaN on one path only), the engine's achieved GFLOP/s and its share of
+this machine's fp32 matmul peak (measured first, in this run), and each path's peak RSS. FLOPs are counted as
+2 · (decoder parameters) per input position processed (padding included: it is work done) plus 2 · hidden · vocab
+per logit row computed; attention's quadratic term is left out, so the figure is a lower bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+PATHS = ("engine", "reference")
+TARGETS = {"filler_tokens": 5.0, "cc_shap": 10.0, "causal_faithfulness": 4.0}
+DEFAULT_TARGET = 3.0
+OPTIONS = {
+    "cc_shap": {"n_samples": 4},
+    "causal_faithfulness": {"layers": (3, 9, 15, 21, 27), "require_flip": False},
+}
+"""Budgets that keep the reference loop affordable; both paths run with the same options."""
+FEW_PAIRS = {"cc_shap": 1, "causal_faithfulness": 1}
+"""Metrics whose reference loop is slow enough to need fewer pairs (the ratio does not depend on the count)."""
+
+
+def matmul_peak(size: int = 2048, repeats: int = 5) -> float:
+    """The machine's measured fp32 matmul rate in GFLOP/s (best of `repeats`)."""
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    a @ b
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - started)
+    return 2 * size**3 / best / 1e9
+
+
+class WorkCounter:
+    """Input positions through the decoder and logit rows through the output head, counted by forward hooks."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.positions = self.rows = 0
+        base, head = model.get_decoder(), model.get_output_embeddings()
+        self.decoder_parameters = sum(p.numel() for n, p in base.named_parameters() if "embed" not in n)
+        self.head_size = head.weight.numel()
+        base.register_forward_pre_hook(self._count_positions, with_kwargs=True)
+        head.register_forward_pre_hook(self._count_rows)
+
+    def _count_positions(self, _module, args, kwargs) -> None:
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        embeds = kwargs.get("inputs_embeds")
+        self.positions += (ids if ids is not None else embeds[..., 0]).numel()
+
+    def _count_rows(self, _module, args) -> None:
+        self.rows += args[0][..., 0].numel()
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * (self.decoder_parameters * self.positions + self.head_size * self.rows)
+
+
+def worker(metric_name: str, path: str, pairs: int, model: str, warm: bool) -> dict:
+    """One metric on one path in this process: seconds, work done and scores (the model loaded before timing)."""
+    from recoe_causaldiag import scoring
+    from recoe_causaldiag.metrics import METRICS
+    from recoe_causaldiag.models import default_helper_model, load_model
+    from recoe_causaldiag.reference_engine import ReferenceEngine
+    from recoe_causaldiag.scoring import ScoringEngine
+    from recoe_causaldiag.task_pairs import iter_task_pairs
+
+    metric_class = METRICS.get(metric_name)
+    lm = load_model(model)
+    (task,) = iter_task_pairs(("factcheck",), limit=pairs, seed=0)
+    engine_class = ScoringEngine if path == "engine" else ReferenceEngine
+    engine = engine_class(lm, progress=False)
+    if metric_class.helper_option is not None:
+        helper = default_helper_model(lm.name)
+        scoring.SHARED_ENGINES[helper, True] = engine_class(load_model(helper), progress=False)
+    metric = metric_class(**OPTIONS.get(metric_name, {}))
+    if path == "reference" and metric_name == "causal_faithfulness":
+        from recoe_causaldiag.mechanisms.activation_patching import patched_readouts_reference
+
+        metric.patcher = patched_readouts_reference
+    if warm:
+        metric.score(task.pairs, engine)
+    counter = WorkCounter(lm.model)
+    started = time.perf_counter()
+    scores = metric.score(task.pairs, engine)
+    seconds = time.perf_counter() - started
+    return {
+        "seconds": seconds,
+        "pairs": len(task.pairs),
+        "flops": counter.flops,
+        "positions": counter.positions,
+        "scores": {s.variant: [*map(float, s.faithful), *map(float, s.unfaithful)] for s in scores},
+    }
+
+
+def measured(metric: str, path: str, pairs: int, model: str) -> tuple[dict, float]:
+    """A worker's result and its process's peak RSS in MB."""
+    command = [sys.executable, __file__, "--worker", metric, "--path", path, "--pairs", str(pairs), "--model", model]
+    if metric in ("adding_mistakes", "paraphrasing") and path == "engine":
+        command.append("--warm")  # the helper's rewrites are cached on disk: both paths time a warm cache
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    out = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    if status != 0:
+        raise SystemExit(f"{metric} ({path}) failed with status {status}")
+    return json.loads(out.strip().splitlines()[-1]), usage.ru_maxrss / 1024
+
+
+def largest_difference(a: dict[str, list[float]], b: dict[str, list[float]]) -> float:
+    """max |Δscore| over every variant's scores; NaN when one path scored a pair the other did not."""
+    gaps = []
+    for variant in a:
+        x, y = np.array(a[variant]), np.array(b[variant])
+        if not np.array_equal(np.isnan(x), np.isnan(y)):
+            return float("nan")
+        finite = ~np.isnan(x)
+        gaps.append(float(np.max(np.abs(x[finite] - y[finite]), initial=0.0)))
+    return max(gaps, default=0.0)
+
+
+def main() -> None:
+    from recoe_causaldiag.metrics import METRICS
+    from recoe_causaldiag.models import DEFAULT_MODEL
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--pairs", type=int, default=4, help="FactCheck pairs per metric (fewer for CC-SHAP and CaF)")
+    parser.add_argument("--metric", default="all", help="comma-separated metrics or 'all'")
+    parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--path", choices=PATHS, help=argparse.SUPPRESS)
+    parser.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.path, args.pairs, args.model, args.warm)))
+        return
+    names = (
+        [n for n in METRICS.names() if METRICS.get(n).uses_model] if args.metric == "all" else args.metric.split(",")
+    )
+    peak = matmul_peak()
+    print(f"model {args.model}; {torch.get_num_threads()} threads; fp32 matmul peak {peak:.1f} GFLOP/s (measured)")
+    header = (
+        f"{'metric':<20} {'pairs':>5} {'engine p/s':>10} {'ref p/s':>9} {'ratio':>7} {'target':>6} "
+        f"{'max|Δscore|':>11} {'GFLOP/s':>8} {'of peak':>7} {'RSS eng':>8} {'RSS ref':>8}"
+    )
+    print(header)
+    for name in names:
+        pairs = min(args.pairs, FEW_PAIRS.get(name, args.pairs))
+        (fast, fast_rss), (slow, slow_rss) = (measured(name, path, pairs, args.model) for path in PATHS)
+        ratio = slow["seconds"] / fast["seconds"]
+        target = TARGETS.get(name, DEFAULT_TARGET)
+        achieved = fast["flops"] / fast["seconds"] / 1e9
+        verdict = "ok" if ratio >= target else "BELOW"
+        print(
+            f"{name:<20} {pairs:>5} {pairs / fast['seconds']:>10.3f} {pairs / slow['seconds']:>9.3f} "
+            f"{ratio:>6.1f}x {target:>5.0f}x {largest_difference(fast['scores'], slow['scores']):>11.2e} "
+            f"{achieved:>8.1f} {achieved / peak:>6.0%} {fast_rss:>6.0f}MB {slow_rss:>6.0f}MB  {verdict}"
+        )
+
+
+if __name__ == "__main__":
+    main()

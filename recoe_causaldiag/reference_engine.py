@@ -1,0 +1,48 @@
+"""The reference way of scoring, as the papers' code does it: every prompt in a forward pass of its own (batch 1),
+the whole prompt each time (no prefix reuse), nothing memoised. The same metric code runs on it and on the
+`ScoringEngine`, so that `make bench` measures the engine against it on the same pairs and tests check that both
+give the same numbers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import torch
+
+from .api.engine import Encoded, LabelRequest
+from .editors.editing import IN_CONTEXT, Editor
+from .models import LanguageModel
+from .scoring import ScoringEngine
+
+
+class ReferenceEngine(ScoringEngine):
+    """The Engine of the reference implementation: batch 1, the full prompt per forward, no memo (greedy generation
+    is `model.generate` on one prompt at a time)."""
+
+    def __init__(self, lm: LanguageModel, *, editor: Editor = IN_CONTEXT, progress: bool = False) -> None:
+        super().__init__(lm, editor=editor, batch_size=1, progress=progress)
+
+    def label_probs(self, requests: Sequence[LabelRequest], *, desc: str = "scoring") -> list[np.ndarray]:
+        encoded = [self.encode(r.prompt) for r in requests]
+        logits = self._last_logits(encoded, desc=desc)
+        return [
+            torch.softmax(row[list(self.lm.label_token_ids(r.labels, leading_space=e.leading_space))].double(), -1)
+            .numpy()
+            .copy()
+            for r, e, row in zip(requests, encoded, logits)
+        ]
+
+    @torch.inference_mode()
+    def _passes(
+        self, encoded: Sequence[Encoded], *, keep_all: bool, desc: str
+    ) -> Iterator[tuple[torch.Tensor, list[tuple[int, int]], torch.Tensor]]:
+        lm = self.lm
+        for _, members in self.by_state(encoded):
+            for index in members:
+                request = encoded[index]
+                ids = torch.tensor([request.prefix + request.continuation], device=lm.device)
+                logits = lm.model(input_ids=ids).logits[0].float().cpu()
+                prefix_last = logits[len(request.prefix) - 1][None]
+                continuation = logits[len(request.prefix) :][None]
+                yield prefix_last, [(index, 0)], continuation if keep_all else continuation[:, -1:]

@@ -1,0 +1,55 @@
+"""The engine against the reference loop of the papers' code (`ReferenceEngine`: batch 1, the whole prompt per
+forward, no prefix reuse, no memo): every metric that scores with the model gives the same numbers on both, on the
+same pairs (issue 16: a speed-up must not change a metric's estimate)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from recoe_causaldiag import scoring
+from recoe_causaldiag.mechanisms.activation_patching import patched_readouts_reference
+from recoe_causaldiag.metrics import METRICS
+from recoe_causaldiag.models import default_helper_model, load_model
+from recoe_causaldiag.reference_engine import ReferenceEngine
+from recoe_causaldiag.scoring import ScoringEngine
+
+OPTIONS = {
+    "cc_shap": {"n_samples": 1, "select": ("post_hoc",)},
+    "causal_faithfulness": {"layers": (20,), "positions": "changed_and_question", "require_flip": False},
+}
+"""Budgets that keep the reference loop short; both paths run with the same options."""
+TOLERANCE = {"causal_faithfulness": 1e-3}
+"""float32 sums differ with batch shape, padding and KV reuse, by about 1e-6 in a probability; scores are differences
+of probabilities, except CaF's, a cosine of effect matrices whose cells are themselves small differences of
+probabilities (2e-4 seen)."""
+
+
+@pytest.fixture(scope="module")
+def helper_engines():
+    """The default helper model (simulator, helper LM) on each path, as the metric would find it."""
+    helper = default_helper_model("smollm2-135m-instruct")
+    lm = load_model(helper, device="cpu")
+    return helper, {"engine": ScoringEngine(lm, progress=False), "reference": ReferenceEngine(lm)}
+
+
+@pytest.mark.parametrize("name", [name for name in METRICS.names() if METRICS.get(name).uses_model])
+def test_every_model_metric_scores_alike_on_the_engine_and_the_reference_loop(
+    name, default_lm, factcheck_pairs, helper_engines, monkeypatch
+):
+    helper, helpers = helper_engines
+    pairs = factcheck_pairs[:1]
+    scores = {}
+    for path, engine in (
+        ("engine", ScoringEngine(default_lm, progress=False)),
+        ("reference", ReferenceEngine(default_lm)),
+    ):
+        monkeypatch.setitem(scoring.SHARED_ENGINES, (helper, True), helpers[path])
+        metric = METRICS.get(name)(**OPTIONS.get(name, {}))
+        if path == "reference" and name == "causal_faithfulness":
+            metric.patcher = patched_readouts_reference
+        scores[path] = {s.variant: np.concatenate([s.faithful, s.unfaithful]) for s in metric.score(pairs, engine)}
+    for variant, fast in scores["engine"].items():
+        slow = scores["reference"][variant]
+        np.testing.assert_array_equal(np.isnan(fast), np.isnan(slow), err_msg=f"{name}/{variant}: NaN pattern")
+        np.testing.assert_allclose(fast, slow, atol=TOLERANCE.get(name, 1e-4), rtol=0, err_msg=f"{name}/{variant}")
