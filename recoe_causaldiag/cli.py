@@ -132,11 +132,22 @@ def _rerun(args: argparse.Namespace) -> int:
 
 def _run_and_write(spec: RunSpec, args: argparse.Namespace) -> int:
     """Run `spec`, write its results files and print the table."""
+    from .checkpoints import Checkpoint
     from .report import caveat, write_results
     from .runner import run
 
-    doc = run(spec, data_dir=Path(args.data_dir) if args.data_dir else None, progress=not args.no_progress)
+    try:
+        checkpoint = Checkpoint.open(Path(args.out), spec)
+    except OSError as err:
+        raise UsageError(f"cannot write the results beside --out {args.out}: {err.strerror or err}") from err
+    doc = run(
+        spec,
+        data_dir=Path(args.data_dir) if args.data_dir else None,
+        progress=not args.no_progress,
+        checkpoint=checkpoint,
+    )
     paths = write_results(doc, Path(args.out))
+    checkpoint.finish()
     print(paths[1].read_text(encoding="utf-8"))
     print("wrote " + ", ".join(str(p) for p in paths))
     if caveat(spec.model):

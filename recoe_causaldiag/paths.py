@@ -6,7 +6,7 @@ import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -49,6 +49,20 @@ def locked(target: Path) -> Iterator[None]:
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(target.parent / f".{target.name}.lock"):
         yield
+
+
+def write_whole(target: Path, write: Callable[[Path], object]) -> None:
+    """Write the file `target` with `write(path)` through a staged file beside it, so that it appears whole or not
+    at all."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, staged = tempfile.mkstemp(prefix=f".{target.name}-", dir=target.parent)
+    os.close(handle)
+    try:
+        write(Path(staged))
+        os.replace(staged, target)
+    finally:
+        Path(staged).unlink(missing_ok=True)
 
 
 def file_sha256(path: Path) -> str:

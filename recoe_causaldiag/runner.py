@@ -24,6 +24,7 @@ from .api.records import PairRecord
 from .api.rows import PairControlRow, PairScoreRow
 from .api.run_spec import DatasetIdentity, RunSpec
 from .api.task import task_registry
+from .checkpoints import Checkpoint
 from .controls import Estimator, accuracy_entry, control_rows, edit_quality_entry, reliability_entry
 from .editors.editing import Editor, WeightEditor, make_editor
 from .editors.quality import EditQualityRow, edit_quality
@@ -185,10 +186,13 @@ def with_swapped_scores(rows: Sequence[PairScoreRow], swapped: Sequence[PairScor
     ]
 
 
-def score_task(spec: RunSpec, task_pairs: TaskPairs, engine: ScoringEngine) -> TaskScores:
+def score_task(
+    spec: RunSpec, task_pairs: TaskPairs, engine: ScoringEngine, checkpoint: Checkpoint | None = None
+) -> TaskScores:
     """The model-side controls and every metric of the spec on one task's pairs: scores → rows → statistics.
     Where the task allows it and the spec asks, every metric also scores the pairs with their roles swapped (the
-    contrast model evaluated), in the same engine calls."""
+    contrast model evaluated), in the same engine calls. With a `checkpoint`, controls and scores it holds are read
+    from it, and those computed here are written to it."""
     task_pairs, edit_quality_figures, edit_rows = with_edits_written(
         spec, task_pairs, engine.editor, progress=engine.progress
     )
@@ -205,13 +209,25 @@ def score_task(spec: RunSpec, task_pairs: TaskPairs, engine: ScoringEngine) -> T
     estimate = estimator(spec, pairs)
     swap = spec.swap and task.roles_swappable
     swapped = TaskPairs(task.name, task_pairs.dataset, tuple(map(task.swapped_roles, pairs)) if swap else ())
-    controls = control_rows(task.name, pairs, engine, counter=task.roles_swappable)
+    ids = [pair.id for pair in pairs]
+    scored_ids = ids + [f"{pair.id} (swapped)" for pair in swapped.pairs]
+    controls = checkpoint.controls(task.name, ids) if checkpoint else None
+    if controls is None:
+        controls = control_rows(task.name, pairs, engine, counter=task.roles_swappable)
+        if checkpoint:
+            checkpoint.save_controls(task.name, controls)
     results: list[dict[str, Any]] = []
     rows: list[PairScoreRow] = []
     for name in spec.metrics:
-        started = time.perf_counter()
-        scored = metric_registry().get(name)(**spec.options_for(name)).score(pairs + swapped.pairs, engine)
-        seconds = time.perf_counter() - started
+        stored = checkpoint.scores(task.name, name, scored_ids) if checkpoint else None
+        if stored is None:
+            started = time.perf_counter()
+            scored = metric_registry().get(name)(**spec.options_for(name)).score(pairs + swapped.pairs, engine)
+            seconds = time.perf_counter() - started
+            if checkpoint:
+                checkpoint.save_scores(task.name, name, scored_ids, scored, seconds)
+        else:
+            scored, seconds = stored
         for variant in scored:
             variant_rows = task_pairs.score_rows(
                 name, VariantScores(variant.variant, variant.faithful[:n], variant.unfaithful[:n])
@@ -250,7 +266,12 @@ def score_task(spec: RunSpec, task_pairs: TaskPairs, engine: ScoringEngine) -> T
 
 
 def score_tasks(
-    spec: RunSpec, engine: ScoringEngine, data_dir: Path | None = None, *, progress: bool = False
+    spec: RunSpec,
+    engine: ScoringEngine,
+    data_dir: Path | None = None,
+    *,
+    progress: bool = False,
+    checkpoint: Checkpoint | None = None,
 ) -> Iterator[TaskScores]:
     """Every task of the spec scored in turn (a pinned spec refuses data other than what it records)."""
     every_task = iter_task_pairs(spec.tasks, data_dir, limit=spec.limit, seed=spec.seed)
@@ -258,7 +279,7 @@ def score_tasks(
         every_task, desc="tasks", total=len(spec.tasks), disable=not progress or len(spec.tasks) == 1
     ):
         spec.check_dataset(task_pairs.dataset)
-        yield score_task(spec, task_pairs, engine)
+        yield score_task(spec, task_pairs, engine, checkpoint)
 
 
 @dataclass(frozen=True)
@@ -297,6 +318,7 @@ def score_run(
     editor: Editor | None = None,
     data_dir: Path | None = None,
     progress: bool = True,
+    checkpoint: Checkpoint | None = None,
 ) -> ScoredRun:
     """Score every task of the spec with one model (loaded here unless given) under the spec's editor (made here
     unless given: a weight editor keeps the edits it computed, so runs that share it compute each edit once); a
@@ -309,7 +331,7 @@ def score_run(
     if editor.name != spec.editor:
         raise ValueError(f"the run spec names the editor {spec.editor}, but {editor.name} was given")
     engine = ScoringEngine(lm, editor=editor, batch_size=spec.batch_size, progress=progress)
-    tasks = tuple(score_tasks(spec, engine, data_dir, progress=progress))
+    tasks = tuple(score_tasks(spec, engine, data_dir, progress=progress, checkpoint=checkpoint))
     weights = isinstance(editor, WeightEditor)
     statistics, settings = (editor.statistics(), editor.resolved_settings()) if weights else ((), None)
     datasets = [task.dataset for task in tasks]
@@ -317,7 +339,12 @@ def score_run(
 
 
 def run(
-    spec: RunSpec, *, lm: LanguageModel | None = None, data_dir: Path | None = None, progress: bool = True
+    spec: RunSpec,
+    *,
+    lm: LanguageModel | None = None,
+    data_dir: Path | None = None,
+    progress: bool = True,
+    checkpoint: Checkpoint | None = None,
 ) -> dict[str, Any]:
-    """Compute the results document (SPEC §8) of one run."""
-    return score_run(spec, lm=lm, data_dir=data_dir, progress=progress).document()
+    """Compute the results document (SPEC §8) of one run (continuing from a `checkpoint`'s scores, when given)."""
+    return score_run(spec, lm=lm, data_dir=data_dir, progress=progress, checkpoint=checkpoint).document()

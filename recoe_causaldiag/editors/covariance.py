@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
-from ..paths import cache_root, locked
+from ..paths import cache_root, locked, write_whole
 
 RIDGE = 1e-2
 """The multiple of C's mean diagonal added to it, so a few thousand keys give an invertible estimate."""
@@ -95,21 +93,10 @@ def key_second_moment(
         else:
             moment = _estimate(model, tokenizer, module, corpus)
             record = _record(model_identity, parameter, corpus)
-            _write_whole(record_path, lambda path: path.write_text(json.dumps(record, indent=1)))
-            _write_whole(tensor_path, lambda path: torch.save(moment, path))
+            write_whole(record_path, lambda path: path.write_text(json.dumps(record, indent=1)))
+            write_whole(tensor_path, lambda path: torch.save(moment, path))
     ridge = RIDGE * moment.diagonal().mean()
     return moment + ridge * torch.eye(len(moment), dtype=moment.dtype)
-
-
-def _write_whole(target: Path, write) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, staged = tempfile.mkstemp(prefix=f".{target.name}-", dir=target.parent)
-    os.close(handle)
-    try:
-        write(Path(staged))
-        os.replace(staged, target)
-    finally:
-        Path(staged).unlink(missing_ok=True)
 
 
 def layer_second_moment(lm, mlp, layer: int) -> torch.Tensor:

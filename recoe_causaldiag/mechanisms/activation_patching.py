@@ -11,7 +11,8 @@ reused for the positions before the earliest patched or read position of a batch
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -57,19 +58,27 @@ def _hidden(output: torch.Tensor | tuple) -> torch.Tensor:
     return output[0] if isinstance(output, tuple) else output
 
 
-@torch.inference_mode()
 def residual_stream(model: torch.nn.Module, ids: Sequence[int]) -> list[torch.Tensor]:
     """Every decoder layer's output for one input: a list over layers of [positions, hidden] tensors."""
-    layers, states = decoder_layers(model), []
-    hooks = [
-        layer.register_forward_hook(lambda _m, _a, out: states.append(_hidden(out)[0].clone())) for layer in layers
-    ]
+    return _residual_stream(model, ids)[0]
+
+
+@torch.inference_mode()
+def _residual_stream(model: torch.nn.Module, ids: Sequence[int]) -> tuple[list[torch.Tensor], bool]:
+    """`residual_stream`, and whether the layers return their hidden state as a plain tensor (not in a tuple)."""
+    layers, states, plain = decoder_layers(model), [], []
+
+    def keep(_module, _args, out) -> None:
+        states.append(_hidden(out)[0].clone())
+        plain.append(isinstance(out, torch.Tensor))
+
+    hooks = [layer.register_forward_hook(keep) for layer in layers]
     try:
         model(torch.tensor([list(ids)], device=model.device), use_cache=False, logits_to_keep=1)
     finally:
         for hook in hooks:
             hook.remove()
-    return states
+    return states, all(plain)
 
 
 def _site_edits(
@@ -118,14 +127,17 @@ def patched_readouts(
         raise ValueError(f"first_read {first_read} is outside the {len(target_ids)}-token input")
     layers = decoder_layers(model)
     source = residual_stream(model, source_ids) if source_states is None else source_states
+    unpatched, replayable = _residual_stream(model, target_ids)
     target = torch.tensor([list(target_ids)], device=model.device)
     kept = len(target_ids) - first_read
     rows_per_batch = max(1, min(batch_size, max_logits // (kept * model.config.get_text_config().vocab_size)))
+    order = sorted(range(len(patches)), key=lambda k: (_floor(patches[k], len(layers)), patches[k].positions[:1]))
     prefix_caches: dict[int, object] = {}
-    results = []
+    results: list[torch.Tensor] = [torch.empty(0)] * len(patches)
     bar = tqdm(total=len(patches), desc="activation patching", unit="patch", disable=not progress, leave=False)
-    for first in range(0, len(patches), rows_per_batch):
-        batch = patches[first : first + rows_per_batch]
+    for first in range(0, len(order), rows_per_batch):
+        members = order[first : first + rows_per_batch]
+        batch = [patches[k] for k in members]
         start = min([first_read] + [p for patch in batch if patch.layers for p in patch.positions])
         batch_cache = None
         if start > 0:
@@ -141,20 +153,59 @@ def patched_readouts(
                 return output
 
             hooks.append(layers[layer].register_forward_hook(write))
+        floor = min(_floor(patch, len(layers)) for patch in batch) if replayable else 0
         try:
-            out = model(
-                target[:, start:].expand(len(batch), -1),
-                past_key_values=batch_cache,
-                use_cache=False,
-                logits_to_keep=kept,
-            )
+            with replayed(layers, unpatched, floor, start, len(batch)):
+                out = model(
+                    target[:, start:].expand(len(batch), -1),
+                    past_key_values=batch_cache,
+                    use_cache=False,
+                    logits_to_keep=kept,
+                )
         finally:
             for hook in hooks:
                 hook.remove()
-        results.append(readout(out.logits))
+        for k, row in zip(members, readout(out.logits)):
+            results[k] = row
         bar.update(len(batch))
     bar.close()
-    return torch.cat(results)
+    return torch.stack(results)
+
+
+def _floor(patch: Patch, n_layers: int) -> int:
+    """The lowest layer a patch writes (`n_layers` for the empty patch): every layer below it computes what the
+    unpatched target run computed."""
+    return min(patch.layers, default=n_layers)
+
+
+class _Replay(torch.nn.Module):
+    """A decoder layer's stand-in that returns, for every batch row, the unpatched target run's output of that layer
+    from position `start` on, instead of computing it again."""
+
+    def __init__(self, state: torch.Tensor, rows: int) -> None:
+        super().__init__()
+        self.state, self.rows = state, rows
+
+    def forward(self, *args: object, **kwargs: object) -> torch.Tensor:
+        return self.state.expand(self.rows, -1, -1)
+
+
+@contextmanager
+def replayed(
+    layers: torch.nn.ModuleList, unpatched: Sequence[torch.Tensor], floor: int, start: int, rows: int
+) -> Iterator[None]:
+    """The decoder layers below `floor` replaced, while the block runs, by replays of the unpatched target run: a
+    patch at layer l cannot change what layers below l compute, so they are never computed again (their KV cache
+    entries are not needed either: each layer attends to its own keys and values only). For layers that return
+    their hidden state as a plain tensor (transformers 5's decoders); others are computed (`floor` 0)."""
+    originals = [layers[layer] for layer in range(floor)]
+    try:
+        for layer in range(floor):
+            layers[layer] = _Replay(unpatched[layer][start:][None], rows)
+        yield
+    finally:
+        for layer, module in enumerate(originals):
+            layers[layer] = module
 
 
 @torch.inference_mode()

@@ -1,0 +1,78 @@
+"""An interrupted run continues from its checkpoints (issue 16): controls and each metric's per-pair scores are
+written as soon as they exist, a killed run's are read back instead of computed again, and the results equal an
+uninterrupted run's."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from recoe_causaldiag.api.instance import VariantScores
+from recoe_causaldiag.api.rows import PairControlRow
+from recoe_causaldiag.api.run_spec import RunSpec
+from recoe_causaldiag.checkpoints import Checkpoint, checkpoint_folder
+from recoe_causaldiag.cli import main
+from recoe_causaldiag.metrics.random import Random
+
+SPEC = RunSpec("smollm2-135m-instruct", ("factcheck",), ("random",))
+
+
+def test_scores_and_controls_come_back_as_written_and_another_spec_starts_afresh(tmp_path):
+    out = tmp_path / "r.json"
+    checkpoint = Checkpoint.open(out, SPEC)
+    scored = [VariantScores("uniform", np.array([0.1, np.nan]), np.array([0.3, 0.4]))]
+    checkpoint.save_scores("recoe/counting", "random", ["p0", "p1"], scored, 2.5)
+    control = PairControlRow("p0", "factcheck", 1.5, 2.0, None, None, 3.0, 3.5, "No", "No", "Yes")
+    checkpoint.save_controls("factcheck", [control])
+    (back,), seconds = Checkpoint.open(out, SPEC).scores("recoe/counting", "random", ["p0", "p1"])
+    np.testing.assert_array_equal(back.faithful, scored[0].faithful)
+    assert back.variant == "uniform" and seconds == 2.5
+    assert Checkpoint.open(out, SPEC).controls("factcheck", ["p0"]) == [control]
+    assert Checkpoint.open(out, SPEC).scores("factcheck", "random", ["p0", "p1"]) is None
+    # other pairs (data rebuilt in between) are scored afresh
+    assert Checkpoint.open(out, SPEC).scores("recoe/counting", "random", ["p1", "p0"]) is None
+    assert Checkpoint.open(out, SPEC).controls("factcheck", ["p9"]) is None
+    other = Checkpoint.open(out, RunSpec("smollm2-135m-instruct", ("factcheck",), ("random",), seed=1))
+    assert other.controls("factcheck", ["p0"]) is None
+    assert other.scores("recoe/counting", "random", ["p0", "p1"]) is None
+    other.finish()
+    assert not checkpoint_folder(out).exists()
+
+
+@pytest.mark.slow  # a run killed and resumed on the real model: about a minute on 2 cores
+def test_a_killed_run_resumes_from_its_checkpoints_and_ends_as_an_uninterrupted_one(tmp_path, monkeypatch, caplog):
+    data = str(tmp_path / "data")
+    argv = ["run", "--task", "factcheck", "--metric", "random,filler_tokens", "--limit", "2", "--no-swap"]
+    argv += ["--data-dir", data, "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "whole.json")]) == 0
+    out = tmp_path / "resumed.json"
+    killed = subprocess.Popen([sys.executable, "-m", "recoe_causaldiag.cli", *argv, "--out", str(out)])
+    folder, deadline = checkpoint_folder(out), time.monotonic() + 600
+    while not any(folder.glob("scores-factcheck-*-random-*.npz")) and time.monotonic() < deadline:
+        assert killed.poll() is None, "the run ended before its first metric was checkpointed"
+        time.sleep(0.05)
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait()
+    assert not out.exists() and any(folder.glob("controls-*.json"))
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("random was scored again instead of read from its checkpoint")
+
+    monkeypatch.setattr(Random, "score_instances", not_again)
+    assert main([*argv, "--out", str(out)]) == 0
+    assert any("resuming from" in record.getMessage() for record in caplog.records)
+    whole, resumed = (json.loads((tmp_path / name).read_text()) for name in ("whole.json", "resumed.json"))
+    assert resumed["pair_controls"] == whole["pair_controls"]
+    # the same scores up to float32 batch noise: the resumed run batches its label queries without the controls'
+    for again, first in zip(resumed["pairs"], whole["pairs"], strict=True):
+        assert again["d"] == first["d"] and again["variant"] == first["variant"]
+        assert again["score_faithful"] == pytest.approx(first["score_faithful"], abs=1e-5)
+    assert [r["diagnosticity"] for r in resumed["results"]] == [r["diagnosticity"] for r in whole["results"]]
+    assert not folder.exists(), "a finished run removes its checkpoints"
