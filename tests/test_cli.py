@@ -1,6 +1,7 @@
 """The `causaldiag` command as a user runs it, including the end-to-end run on the real default model."""
 
 import json
+import os
 import subprocess
 import sys
 from collections import defaultdict
@@ -270,6 +271,66 @@ def test_a_bad_metric_option_is_a_usage_error(tmp_path, capsys, monkeypatch):
     )
     assert done.returncode == 2 and "metric cc_shap has no option 'n_sample'" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "x.json").exists()
+
+
+def test_help_and_version_import_nothing_heavy():
+    """`--help`, a subcommand's `--help` and `--version` answer before torch, transformers or datasets load (what
+    makes them instant; `make bench` times them)."""
+    probe = (
+        "import sys\n"
+        "from recoe_causaldiag.cli import main\n"
+        "for argv in (['--help'], ['run', '--help'], ['--version']):\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit as done:\n"
+        "        assert done.code == 0, argv\n"
+        "print(sorted(m for m in ('torch', 'transformers', 'datasets') if m in sys.modules))\n"
+    )
+    wide = {**os.environ, "COLUMNS": "200"}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=wide)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert f"causaldiag 0.1.0 (datasets {DATASET_VERSION})" in done.stdout
+    assert "(default: smollm2-135m-instruct)" in done.stdout and "(default: factcheck)" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (
+            ["--metric", "causal_faithfulness", "--metric-option", "causal_faithfulness.layers=(10, 99)"],
+            "causal_faithfulness.layers=(10, 99): smollm2-135m-instruct has 30 decoder layers (0-29); [99]",
+        ),
+        (["--metric", "random", "--editor", "rome", "--editor-option", "layer=30"], "editor option layer=30"),
+        (
+            ["--metric", "cc_shap", "--metric-option", "cc_shap.n_samples=abc"],
+            "metric cc_shap option n_samples must be int, got 'abc'",
+        ),
+        (
+            ["--metric", "causal_faithfulness", "--metric-option", "causal_faithfulness.require_flip=yes"],
+            "option require_flip must be bool, got 'yes'",
+        ),
+    ],
+)
+def test_bad_option_values_are_refused_before_the_model_loads(tmp_path, capsys, monkeypatch, options, message):
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the model was loaded before the options were checked")
+
+    monkeypatch.setattr("recoe_causaldiag.runner.load_model", no_loading)
+    done = in_process(capsys, monkeypatch, "run", *options, "--out", "x.json", cwd=tmp_path)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_an_unwritable_out_is_refused_before_the_model_loads(tmp_path, capsys, monkeypatch):
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the model was loaded before --out was checked")
+
+    monkeypatch.setattr("recoe_causaldiag.runner.load_model", no_loading)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    done = in_process(capsys, monkeypatch, "run", "--metric", "random", "--out", str(blocker / "r.json"))
+    assert done.returncode == 2 and "cannot write the results beside --out" in done.stderr
 
 
 def test_rerun_repeats_the_recorded_job_exactly(tmp_path, capsys, monkeypatch):

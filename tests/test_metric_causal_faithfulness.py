@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 from cards import card_namespace
+from scipy.stats import spearmanr
 
 from recoe_causaldiag.api import METRICS, Counterfactual, Instance, symmetric_counterfactual
 from recoe_causaldiag.mechanisms.activation_patching import (
@@ -201,6 +202,29 @@ def test_real_model_scores_two_factcheck_pairs(default_lm, factcheck_pairs):
     for variant in VARIANTS:
         assert np.isfinite(scores[variant][:2]).all() and (np.abs(scores[variant][:2]) <= 1 + 1e-9).all()
         assert np.isnan(scores[variant][2:]).all()
+
+
+def test_attribution_patching_ranks_cells_and_patches_the_top_ones_exactly(default_lm, factcheck_pairs):
+    instance = Instance.from_pair(factcheck_pairs[0], factcheck_pairs[0].explanation_faithful)
+    engine = ScoringEngine(default_lm, progress=False)
+    lay = patching_layout(engine, instance, 1, symmetric_counterfactual(instance, _no_tokens))
+    layers = (3, 15, 27)
+    exact, exact_p = CausalFaithfulness(layers=layers, require_flip=False).matrices(engine, lay)
+    pure, pure_p = CausalFaithfulness(
+        layers=layers, require_flip=False, patching="attribution", verified_cells=0
+    ).matrices(engine, lay)
+    verified, _ = CausalFaithfulness(
+        layers=layers, require_flip=False, patching="attribution", verified_cells=4
+    ).matrices(engine, lay)
+    assert pure_p == pytest.approx(exact_p, abs=1e-5) and np.isnan(pure[1]).all()  # no windowed matrices
+    for k in (0, 1):  # the first-order matrices rank the cells as the exact ones do
+        assert spearmanr(exact[0][..., k].ravel(), pure[0][..., k].ravel())[0] > 0.6
+    replaced = np.argwhere(np.any(verified[0] != pure[0], axis=-1))
+    assert len(replaced) == 4
+    for p, j in replaced:
+        np.testing.assert_allclose(verified[0][p, j], exact[0][p, j], atol=1e-5)
+    with pytest.raises(ValueError, match="patching must be one of"):
+        CausalFaithfulness(patching="gradient")
 
 
 def test_card_example_runs_offline():

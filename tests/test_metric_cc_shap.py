@@ -101,10 +101,10 @@ def test_cot_variant_attributes_the_direct_prediction_and_the_cot_explanation(ti
     direct, cot = cot_layouts(tiny_engine, instance)
     prediction = attributions(tiny_engine, direct, answer, baseline_id=baseline, n_samples=2, seed=3)[0]
     explanation = attributions(tiny_engine, cot, answer, baseline_id=baseline, n_samples=2, seed=3)[1:]
-    scores = CCShap(n_samples=2, seed=3, select=["cot"]).score_instances([instance], tiny_engine)
+    scores = CCShap(n_samples=2, seed=3, select=["cot"], estimator="sampling").score_instances([instance], tiny_engine)
     # float32 sums differ by batch shape: the metric scores both attributions' coalitions in one engine call
     assert scores["cot"][0] == pytest.approx(cc_shap_score(prediction, explanation), abs=1e-5)
-    both = CCShap(n_samples=2, seed=3).score_instances([instance], tiny_engine)  # prediction side from post_hoc
+    both = CCShap(n_samples=2, seed=3, estimator="sampling").score_instances([instance], tiny_engine)  # from post_hoc
     assert both["cot"][0] == pytest.approx(scores["cot"][0], abs=1e-5)  # float32 sums differ by batch and threads
     after_cot = attributions(tiny_engine, cot, answer, baseline_id=baseline, n_samples=2, seed=3)[0]
     assert cc_shap_score(after_cot, explanation) != pytest.approx(scores["cot"][0])

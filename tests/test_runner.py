@@ -42,7 +42,7 @@ def test_metric_options_are_parsed_as_literals_or_text():
         ((("cc_shap", "n_sample", 4),), "metric cc_shap has no option 'n_sample'"),
         ((("random", "seed", 1),), "names a metric that this run does not compute"),
         ((("cc_shap", "n_samples", 0),), "n_samples must be >= 1"),
-        ((("causal_faithfulness", "layers", 15),), "bad option for metric causal_faithfulness"),
+        ((("causal_faithfulness", "layers", 15),), "option layers must be a list of int or None, got 15"),
     ],
 )
 def test_bad_metric_options_are_rejected_up_front(options, message):

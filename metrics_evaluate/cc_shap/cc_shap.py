@@ -10,10 +10,12 @@ _DESCRIPTION = """CC-SHAP (Parcalabescu & Frank, 2023): 1 − cosine distance be
 question tokens for the model's prediction and for its explanation (post-hoc or chain of thought)."""
 
 _OPTIONS_DESCRIPTION = """
-    n_samples (int, optional): permutations of Shapley value sampling per attribution. Default: 16.
+    n_samples (int, optional): permutations of Shapley value sampling per attribution. Default: 8.
     seed (int, optional): seed of the permutations. Default: 0.
-    estimator (str, optional): "sampling" (independent random permutations, captum's) or "antithetic" (each
-        permutation followed by its reverse). Default: "sampling".
+    estimator (str, optional): "antithetic" (each permutation followed by its reverse) or "sampling"
+        (independent random permutations, captum's and the original code's). Default: "antithetic": with 8
+        permutations its error against a many-permutation reference is lower than sampling's with 16, at half
+        the forwards (bench/cc_shap_convergence.py).
     Only the requested variant is computed (CC-SHAP costs about n_samples × question-length forwards per input).
 """
 

@@ -31,6 +31,8 @@ class Metric(ABC):
     options_doc: ClassVar[str] = ""
     uses_model: ClassVar[bool] = True
     variant_option: ClassVar[str | None] = None
+    layer_options: ClassVar[tuple[str, ...]] = ()
+    """The constructor options that hold decoder layer indices, checked against the model's depth before it loads."""
     helper_option: ClassVar[str | None] = None
     """The constructor option that names a model serving the metric (a simulator, a helper LM), if any. Left out, the
     metric uses another model than the evaluated one; a run names it in its spec (`RunSpec.with_helper_models`)."""

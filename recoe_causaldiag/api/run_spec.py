@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from .metric import metric_registry
+from .options import check_options
 from .registry import UnknownNameError
 from .task import task_registry
 
@@ -94,6 +95,7 @@ class RunSpec:
             if key not in parameters:
                 raise ValueError(f"metric {metric} has no option '{key}' (options: {', '.join(parameters) or 'none'})")
         for metric in dict.fromkeys(name for name, _, _ in self.metric_options):
+            check_options(f"metric {metric}", metrics.get(metric), self.options_for(metric))
             try:
                 metrics.get(metric)(**self.options_for(metric))
             except TypeError as err:

@@ -5,6 +5,7 @@ of `dataset_cards/`) and task hooks in the contract's registries."""
 from __future__ import annotations
 
 from ..api.task import DATASETS, TASKS, DatasetSpec, register_dataset
+from ..defaults import DATASET_VERSION, RELEASE_DATE
 from .analogy import OVERRIDES_FILE, PHRASINGS_FILE, build_analogy
 from .factcheck import FACTS_FILE, RELATIONS_FILE, build_factcheck
 from .factcheck_counterfactual import factcheck_counterfactual
@@ -13,9 +14,6 @@ from .object_counting import ENTITIES_FILE, build_object_counting
 from .object_counting_counterfactual import counting_counterfactual
 from .recoe import RECOE_SCHEMES, build_recoe
 from .recoe.domains import CURATED
-
-DATASET_VERSION = "1.3.0"
-RELEASE_DATE = "2026-11-25"
 
 register_dataset(
     DatasetSpec(
