@@ -41,7 +41,7 @@ format: setup
 	$(BIN)/ruff format .
 
 test-slow: setup system-test-deps
-	$(BIN)/python -m pytest -q -m 'slow and not security'
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m 'slow and not security'
 
 # The security campaign (issue 14): hostile modules, input fuzzer, worker kills, storage faults, concurrency; it ends
 # with one table of what each case came to.
