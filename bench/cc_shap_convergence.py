@@ -24,26 +24,26 @@ REFERENCE_SEEDS = 10_000
 """Seeds of the reference's permutations start here, far from the estimates' seeds."""
 
 
-def single_permutations(engine, layout, answer, baseline_id, seeds, estimator):
+def single_permutations(engine, layout, answer, baseline_id, seeds, estimator, forward=None):
     """One Attribution per seed (one permutation, or one antithetic pair), all reading one shared forward, so a
     coalition any of them needs is scored once."""
     from recoe_causaldiag.metrics.cc_shap import Attribution, CoalitionForward
 
-    shared = CoalitionForward(engine, layout, answer)
-    made = []
-    for seed in seeds:
-        attribution = Attribution(
+    shared = forward or CoalitionForward(engine, layout, answer)
+    n_samples = 2 if estimator == "antithetic" else 1
+    return [
+        Attribution(
             engine,
             layout,
             answer,
             baseline_id=baseline_id,
-            n_samples=2 if estimator == "antithetic" else 1,
+            n_samples=n_samples,
             seed=seed,
             estimator=estimator,
+            forward=shared,
         )
-        attribution.forward = shared
-        made.append(attribution)
-    return made
+        for seed in seeds
+    ]
 
 
 def main() -> None:
@@ -156,19 +156,18 @@ def report(summary: dict, out: Path) -> None:
 
 
 def distinct_coalitions(attributions) -> int:
-    """The coalitions an estimate made of these attributions' permutations needs (each scored once): their
+    """The coalitions an estimate made of these attributions' permutations needs (each scored once): the same
     permutations recorded again on a fresh forward."""
     from recoe_causaldiag.metrics.cc_shap import CoalitionForward
 
-    shared = attributions[0].forward
-    probe = CoalitionForward(shared.engine, shared.layout, shared.label_index)
-    try:
-        for attribution in attributions:
-            attribution.forward = probe
-            attribution.record()
-    finally:
-        for attribution in attributions:
-            attribution.forward = shared
+    first = attributions[0]
+    layout, answer = first.forward.layout, first.forward.label_index
+    probe = CoalitionForward(first.forward.engine, layout, answer)
+    for attribution in attributions:
+        again = single_permutations(
+            probe.engine, layout, answer, attribution.baseline_id, [attribution.seed], attribution.estimator, probe
+        )
+        again[0].record()
     return len(probe.recorded)
 
 

@@ -54,7 +54,8 @@ def token_layer_patches(
     return [Patch((p,), window_layers(layer, n_layers, window)) for p in positions for layer in layers]
 
 
-def _hidden(output: torch.Tensor | tuple) -> torch.Tensor:
+def layer_output(output: torch.Tensor | tuple) -> torch.Tensor:
+    """A decoder layer's hidden state from what its forward returned (the tensor, or the first of a tuple)."""
     return output[0] if isinstance(output, tuple) else output
 
 
@@ -69,7 +70,7 @@ def _residual_stream(model: torch.nn.Module, ids: Sequence[int]) -> tuple[list[t
     layers, states, plain = decoder_layers(model), [], []
 
     def keep(_module, _args, out) -> None:
-        states.append(_hidden(out)[0].clone())
+        states.append(layer_output(out)[0].clone())
         plain.append(isinstance(out, torch.Tensor))
 
     hooks = [layer.register_forward_hook(keep) for layer in layers]
@@ -149,7 +150,7 @@ def patched_readouts(
         for layer, (rows, positions, values) in _site_edits(batch, source, start).items():
 
             def write(_module, _args, output, rows=rows, positions=positions, values=values):
-                _hidden(output)[rows, positions] = values
+                layer_output(output)[rows, positions] = values
                 return output
 
             hooks.append(layers[layer].register_forward_hook(write))
@@ -234,7 +235,7 @@ def patched_readouts_reference(
             positions = list(patch.positions)
 
             def write(_module, _args, output, layer=layer, positions=positions):
-                _hidden(output)[0, positions] = source[layer][positions]
+                layer_output(output)[0, positions] = source[layer][positions]
                 return output
 
             hooks.append(layers[layer].register_forward_hook(write))

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .activation_patching import Readout, _hidden, decoder_layers
+from .activation_patching import Readout, decoder_layers, layer_output
 
 
 def attribution_effects(
@@ -37,7 +37,7 @@ def attribution_effects(
 
     def keep(layer: int):
         def hook(_module, _args, output):
-            kept[layer] = _hidden(output)
+            kept[layer] = layer_output(output)
 
         return hook
 

@@ -167,7 +167,8 @@ ESTIMATORS = ("sampling", "antithetic")
 
 class Attribution:
     """One Shapley value estimate of a layout's outputs over its question tokens, run by captum in two passes: the
-    first records the coalitions its seeded permutations need, the second (after `score_recorded`) reads them."""
+    first records the coalitions its seeded permutations need, the second (after `score_recorded`) reads them.
+    Estimates that share a `forward` (of the same layout) share its scored coalitions."""
 
     def __init__(
         self,
@@ -179,8 +180,9 @@ class Attribution:
         n_samples: int,
         seed: int,
         estimator: str = "sampling",
+        forward: CoalitionForward | None = None,
     ) -> None:
-        self.forward = CoalitionForward(engine, lay, label_index)
+        self.forward = forward or CoalitionForward(engine, lay, label_index)
         self.baseline_id, self.n_samples, self.seed, self.estimator = baseline_id, n_samples, seed, estimator
 
     def record(self) -> None:
