@@ -250,12 +250,21 @@ def verify_packaged_model(name: str) -> bool:
     return _converted(name, verify=True)[1]
 
 
+def gguf_depth(gguf: Path) -> int:
+    """The number of decoder layers a GGUF file's header declares (`<architecture>.block_count`): read without
+    converting or loading the weights."""
+    from gguf import GGUFReader
+
+    fields = GGUFReader(gguf).fields
+    return int(fields[f"{fields['general.architecture'].contents()}.block_count"].contents())
+
+
 def decoder_depth(name: str, revision: str | None = None) -> int | None:
     """The number of decoder layers of a model (packaged name, folder or hub id), read from its configuration
     without loading its weights; None where no configuration is reachable here (a hub id offline)."""
     if name in PACKAGED_MODELS:
-        source, revision = str(packaged_model_dir(name)), None
-    elif Path(name).expanduser().is_dir():
+        return gguf_depth(PACKAGED_MODELS.get(name).locate_gguf())
+    if Path(name).expanduser().is_dir():
         source, revision = str(Path(name).expanduser()), None
     else:
         source = name
