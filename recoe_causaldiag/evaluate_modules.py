@@ -339,17 +339,33 @@ def _features(spec: StatisticModule) -> Mapping[str, Any]:
 
 
 def app_file(name: str) -> str:
-    """The Space's `app.py`: load the module and show its widget."""
+    """The Space's `app.py`: load the module from the file beside it (no Hub, no working-folder assumption) and
+    serve its page (`evaluate_space.module_page`)."""
     return (
-        f'import evaluate\nfrom evaluate.utils import launch_gradio_widget\n\nmodule = evaluate.load("{name}")\n'
-        "launch_gradio_widget(module)\n"
+        "from pathlib import Path\n\nimport evaluate\n\nfrom recoe_causaldiag.evaluate_space import module_page\n\n"
+        f'HERE = Path(__file__).resolve().parent\nmodule = evaluate.load(str(HERE / "{name}.py"))\n'
+        'module_page(module, HERE / "README.md").launch()\n'
     )
 
 
+def example_inputs(name: str) -> Mapping[str, Any]:
+    """The input columns of module `name`'s example: a FactCheck input and its faithful explanation for a
+    per-instance metric, the statistic's own example otherwise."""
+    entry = module_registry().get(name)
+    return dict(entry.example) if isinstance(entry, StatisticModule) else dict(MODEL_EXAMPLE)
+
+
 def requirements_file() -> str:
-    """The Space's `requirements.txt`: `evaluate` pinned as the library pins it, and the library."""
-    pinned = next(r for r in requires("recoe-causaldiag") or [] if r.split("=")[0].strip() == "evaluate")
-    return f"{pinned.replace(' ', '')}\nrecoe-causaldiag\n"
+    """The Space's `requirements.txt`: `evaluate` in the range the library declares, and the library at the version
+    that generated the module (its wrapper calls that library's bridge)."""
+    from packaging.requirements import Requirement
+
+    from . import __version__
+
+    declared = next(
+        req for req in map(Requirement, requires("recoe-causaldiag") or []) if req.name == "evaluate" and not req.marker
+    )
+    return f"{declared}\nrecoe-causaldiag=={__version__}\n"
 
 
 def generated_files(name: str) -> dict[str, str]:
@@ -397,7 +413,7 @@ description: "{entry.description if is_metric else entry.title}"
 ```python
 import evaluate
 
-{name} = evaluate.load("metrics_evaluate/{name}")
+{name} = evaluate.load("causal-diagnosticity/{name}")
 results = {name}.compute(
 {arguments})
 print(results)

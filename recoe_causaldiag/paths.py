@@ -24,15 +24,24 @@ def cache_root() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "causaldiag"
 
 
+def umask() -> int:
+    """The process's file mode creation mask (read by setting it and setting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def staged_folder(target: Path) -> Iterator[Path]:
     """A staging folder beside `target` that replaces it whole when the block succeeds and vanishes when it fails,
-    so `target` is never seen half-written."""
+    so `target` is never seen half-written; it ends with the permissions of a folder made under the user's umask
+    (a staging folder starts private)."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         yield staging
+        staging.chmod(0o777 & ~umask())
         if target.exists():
             shutil.rmtree(target)
         os.replace(staging, target)
@@ -53,13 +62,14 @@ def locked(target: Path) -> Iterator[None]:
 
 def write_whole(target: Path, write: Callable[[Path], object]) -> None:
     """Write the file `target` with `write(path)` through a staged file beside it, so that it appears whole or not
-    at all."""
+    at all, with the permissions of a file made under the user's umask."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, staged = tempfile.mkstemp(prefix=f".{target.name}-", dir=target.parent)
     os.close(handle)
     try:
         write(Path(staged))
+        Path(staged).chmod(0o666 & ~umask())
         os.replace(staged, target)
     finally:
         Path(staged).unlink(missing_ok=True)

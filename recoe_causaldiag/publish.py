@@ -20,24 +20,42 @@ class UploadPlan:
     folder: Path
     tag: str
     files: tuple[tuple[str, int], ...]
+    repo_type: str = "dataset"
 
     def describe(self) -> str:
-        lines = [f"dataset repo {self.repo_id} (tag {self.tag}) from {self.folder}:"]
+        lines = [f"{self.repo_type} repo {self.repo_id} (tag {self.tag}) from {self.folder}:"]
         lines += [f"  {name}  {size:,} bytes" for name, size in self.files]
         return "\n".join(lines)
 
 
+def _files(folder: Path) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted((str(p.relative_to(folder)), p.stat().st_size) for p in folder.rglob("*") if p.is_file()))
+
+
 def upload_plan(folder: Path, repo_prefix: str) -> UploadPlan:
     manifest = read_manifest(folder)
-    files = tuple(sorted((str(p.relative_to(folder)), p.stat().st_size) for p in folder.rglob("*") if p.is_file()))
-    return UploadPlan(f"{repo_prefix}/{manifest['name']}", folder, f"v{manifest['version']}", files)
+    return UploadPlan(f"{repo_prefix}/{manifest['name']}", folder, f"v{manifest['version']}", _files(folder))
+
+
+def space_plan(folder: Path, organisation: str) -> UploadPlan:
+    """The Gradio Space of one `evaluate` module folder (`<name>/<name>.py`, card, app, requirements), tagged with
+    the library version; `evaluate.load("<organisation>/<name>")` reads it."""
+    from . import __version__
+
+    return UploadPlan(f"{organisation}/{folder.name}", folder, f"v{__version__}", _files(folder), "space")
 
 
 def upload_folder(
-    repo_id: str, folder: Path, commit_message: str, *, tag: str | None = None, token: str | None = None
+    repo_id: str,
+    folder: Path,
+    commit_message: str,
+    *,
+    tag: str | None = None,
+    token: str | None = None,
+    repo_type: str = "dataset",
 ) -> None:
-    """Create the dataset repo if needed, upload `folder` in one commit, and tag it; one-line PublishError
-    when offline, without a token, or when the Hub refuses."""
+    """Create the repo (a dataset, or a Gradio Space) if needed, upload `folder` in one commit, and tag it;
+    one-line PublishError when offline, without a token, or when the Hub refuses."""
     from huggingface_hub import HfApi, constants, get_token
 
     if constants.HF_HUB_OFFLINE:
@@ -47,15 +65,16 @@ def upload_folder(
         raise PublishError("no Hugging Face token: set HF_TOKEN or run `hf auth login`")
     api = HfApi(token=token)
     try:
-        api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
-        api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type="dataset", commit_message=commit_message)
+        sdk = {"space_sdk": "gradio"} if repo_type == "space" else {}
+        api.create_repo(repo_id, repo_type=repo_type, exist_ok=True, **sdk)
+        api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type=repo_type, commit_message=commit_message)
         if tag:
-            api.create_tag(repo_id, tag=tag, repo_type="dataset", exist_ok=True)
+            api.create_tag(repo_id, tag=tag, repo_type=repo_type, exist_ok=True)
     except Exception as err:
         first_line = (str(err).splitlines() or [type(err).__name__])[0]
         raise PublishError(f"uploading to {repo_id} failed: {type(err).__name__}: {first_line}") from None
 
 
 def publish(plan: UploadPlan, *, token: str | None = None) -> None:
-    """Upload one built dataset folder to its repo, tagged with its version."""
-    upload_folder(plan.repo_id, plan.folder, f"Release {plan.tag}", tag=plan.tag, token=token)
+    """Upload one planned folder to its repo, tagged with its version."""
+    upload_folder(plan.repo_id, plan.folder, f"Release {plan.tag}", tag=plan.tag, token=token, repo_type=plan.repo_type)

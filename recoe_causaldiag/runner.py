@@ -34,7 +34,7 @@ from .scoring import ScoringEngine
 from .statistics import Estimate, diagnosticity_from_d, holm
 from .task_pairs import TaskPairs, iter_task_pairs
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 """1.1: per-pair rows name their pair `pair_id` (1.0: `id`, still read) and `run_spec` is resolved to what ran.
 1.2: model-side controls: swapped-roles statistics (`d_swap…`, `d_sym…`) in results and per-pair rows, two-sided and
 no-edit edit reliability, task `accuracy`, per-pair `pair_controls`; `p_value` is the exact sign test (1.0-1.1: the
@@ -43,7 +43,9 @@ t-test, now `p_ttest`), with `p_adjusted` (Holm across the file) and `coverage` 
 `editor_options`, `drop_failed_edits` and `editor_statistics`; generated explanations: `generated_explanations` per
 task (pairs kept where both edited models answer alike).
 1.4: edit quality's `generalisation` (on the rewrites' paraphrased prompts) per task and pair; the run spec's
-`editor_settings` (a weight editor's resolved layers and value search, and where its defaults come from)."""
+`editor_settings` (a weight editor's resolved layers and value search, and where its defaults come from).
+1.5: the run spec's `metric_defaults` (every metric option the run was not given, at the value it defaulted to), so
+a rerun keeps the budgets that ran when a default changes."""
 
 
 def option_value(text: str) -> Any:
@@ -326,10 +328,11 @@ def score_run(
     """Score every task of the spec with one model (loaded here unless given) under the spec's editor (made here
     unless given: a weight editor keeps the edits it computed, so runs that share it compute each edit once); a
     pinned spec runs only on the model and the data it records. Metrics served by another model (simulator, helper
-    LM) that the spec leaves unnamed get the default for the evaluated model, and the spec records it."""
+    LM) that the spec leaves unnamed get the default for the evaluated model, and the spec records it, as it records
+    every other option's default."""
     lm = lm or load_run_model(spec)
     spec.check_model(lm.identity)
-    spec = spec.with_helper_models(default_helper_model(lm.name))
+    spec = spec.with_helper_models(default_helper_model(lm.name)).with_metric_defaults()
     editor = editor or make_editor(spec.editor, lm, spec.editor_options)
     if editor.name != spec.editor:
         raise ValueError(f"the run spec names the editor {spec.editor}, but {editor.name} was given")

@@ -108,11 +108,7 @@ class ScoringEngine:
         """Greedy continuations, batched with left padding."""
         lm, results = self.lm, [""] * len(prompts)
         encoded = [self.encode(p) for p in prompts]
-        stops = [
-            i
-            for i in {lm.tokenizer.eos_token_id, lm.tokenizer.convert_tokens_to_ids("<end_of_turn>")}
-            if isinstance(i, int) and i >= 0
-        ]
+        stops = stop_token_ids(lm)
         for _, members in self.by_state(encoded):
             order = sorted(members, key=lambda i: -len(encoded[i].prefix) - len(encoded[i].continuation))
             for start in range(0, len(order), self.batch_size):
@@ -246,6 +242,13 @@ def engine_of(name: str | None, evaluated: Engine, *, role: str) -> Engine:
         return shared_engine(name)
     log.warning("the %s is the evaluated model %s itself (asked for explicitly)", role, name)
     return evaluated
+
+
+def stop_token_ids(lm: LanguageModel) -> list[int]:
+    """The tokens that end a generated turn: the tokenizer's end of sequence and, where it has one, Gemma's
+    end-of-turn marker."""
+    candidates = {lm.tokenizer.eos_token_id, lm.tokenizer.convert_tokens_to_ids("<end_of_turn>")}
+    return sorted(i for i in candidates if isinstance(i, int) and i >= 0)
 
 
 def left_pad(seqs: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:

@@ -25,7 +25,7 @@ from .runner import run
 from .task_pairs import default_data_dir, iter_task_pairs
 from .tasks import DATASETS, TASKS
 
-REFERENCE_METRICS = ("oracle", "random")
+REFERENCE_METRICS = ("oracle", "random_baseline")
 HOLDS, BROKEN, INCONCLUSIVE, UNJUDGED = "✔", "✘", "?", "–"
 Rule = Callable[[float, float, float], bool | None]
 """Whether a figure (value, CI low, CI high) shows what it should; None when its CI is too wide to say."""

@@ -12,7 +12,7 @@ def submit_at_once(queue: JobQueue, submitter: str, count: int, hourly_limit: in
 
     def submit(i: int) -> Submission | RateLimited:
         request = JobRequest(
-            MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic", (f"task{i}",), ("random",)
+            MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic", (f"task{i}",), ("random_baseline",)
         )
         try:
             return queue.submit(request, submitter, pair_cap=None, hourly_limit=hourly_limit)

@@ -88,3 +88,32 @@ def test_outer_layers_are_thin(layer):
                 assert node.end_lineno - node.lineno <= 25, f"{path}:{node.lineno} {node.name} is logic, not a layer"
         if path.name not in ("__init__.py", "app.py"):  # an evaluate Space's app.py only loads its module
             assert any(name.startswith("recoe_causaldiag") for name in _imports(path)), f"{path} uses no library"
+
+
+def test_the_library_declares_ranges_and_only_constraints_pin():
+    """pyproject.toml: version ranges (a user's environment decides); constraints.txt: the exact set tested together,
+    which pins every declared dependency and extra. Optional stacks are extras, and their modules import them lazily
+    (importing the metrics needs neither captum nor the leaderboard's stack)."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = [Requirement(r) for r in project["dependencies"]]
+    declared += [Requirement(r) for extra in project["optional-dependencies"].values() for r in extra]
+    pins = {
+        Requirement(line.split("#")[0]).name.lower().replace("_", "-")
+        for line in (ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines()
+        if line.split("#")[0].strip()
+    }
+    for requirement in declared:
+        assert not any(s.operator in ("==", "===") for s in requirement.specifier), f"{requirement} pins exactly"
+        name = requirement.name.lower().replace("_", "-")
+        assert name == project["name"] or name in pins, f"{requirement.name} is not pinned in constraints.txt"
+    assert {"attribution", "leaderboard", "test"} <= set(project["optional-dependencies"])
+    code = (
+        "import sys; import recoe_causaldiag.metrics, recoe_causaldiag.runner; "
+        "print(sorted(m for m in ('captum', 'gradio', 'sqlalchemy', 'psycopg') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr

@@ -19,29 +19,29 @@ from recoe_causaldiag.api.rows import PairControlRow
 from recoe_causaldiag.api.run_spec import RunSpec
 from recoe_causaldiag.checkpoints import Checkpoint, checkpoint_folder
 from recoe_causaldiag.cli import main
-from recoe_causaldiag.metrics.random import Random
+from recoe_causaldiag.metrics.random_baseline import RandomBaseline
 
-SPEC = RunSpec("smollm2-135m-instruct", ("factcheck",), ("random",))
+SPEC = RunSpec("smollm2-135m-instruct", ("factcheck",), ("random_baseline",))
 
 
 def test_scores_and_controls_come_back_as_written_and_another_spec_starts_afresh(tmp_path):
     out = tmp_path / "r.json"
     checkpoint = Checkpoint.open(out, SPEC)
     scored = [VariantScores("uniform", np.array([0.1, np.nan]), np.array([0.3, 0.4]))]
-    checkpoint.save_scores("recoe/counting", "random", ["p0", "p1"], scored, 2.5)
+    checkpoint.save_scores("recoe/counting", "random_baseline", ["p0", "p1"], scored, 2.5)
     control = PairControlRow("p0", "factcheck", 1.5, 2.0, None, None, 3.0, 3.5, "No", "No", "Yes")
     checkpoint.save_controls("factcheck", [control])
-    (back,), seconds = Checkpoint.open(out, SPEC).scores("recoe/counting", "random", ["p0", "p1"])
+    (back,), seconds = Checkpoint.open(out, SPEC).scores("recoe/counting", "random_baseline", ["p0", "p1"])
     np.testing.assert_array_equal(back.faithful, scored[0].faithful)
     assert back.variant == "uniform" and seconds == 2.5
     assert Checkpoint.open(out, SPEC).controls("factcheck", ["p0"]) == [control]
-    assert Checkpoint.open(out, SPEC).scores("factcheck", "random", ["p0", "p1"]) is None
+    assert Checkpoint.open(out, SPEC).scores("factcheck", "random_baseline", ["p0", "p1"]) is None
     # other pairs (data rebuilt in between) are scored afresh
-    assert Checkpoint.open(out, SPEC).scores("recoe/counting", "random", ["p1", "p0"]) is None
+    assert Checkpoint.open(out, SPEC).scores("recoe/counting", "random_baseline", ["p1", "p0"]) is None
     assert Checkpoint.open(out, SPEC).controls("factcheck", ["p9"]) is None
-    other = Checkpoint.open(out, RunSpec("smollm2-135m-instruct", ("factcheck",), ("random",), seed=1))
+    other = Checkpoint.open(out, RunSpec("smollm2-135m-instruct", ("factcheck",), ("random_baseline",), seed=1))
     assert other.controls("factcheck", ["p0"]) is None
-    assert other.scores("recoe/counting", "random", ["p0", "p1"]) is None
+    assert other.scores("recoe/counting", "random_baseline", ["p0", "p1"]) is None
     other.finish()
     assert not checkpoint_folder(out).exists()
 
@@ -55,7 +55,7 @@ def test_a_killed_run_resumes_from_its_checkpoints_and_ends_as_an_uninterrupted_
     out = tmp_path / "resumed.json"
     killed = subprocess.Popen([sys.executable, "-m", "recoe_causaldiag.cli", *argv, "--out", str(out)])
     folder, deadline = checkpoint_folder(out), time.monotonic() + 600
-    while not any(folder.glob("scores-factcheck-*-random-*.npz")) and time.monotonic() < deadline:
+    while not any(folder.glob("scores-factcheck-*-random_baseline-*.npz")) and time.monotonic() < deadline:
         assert killed.poll() is None, "the run ended before its first metric was checkpointed"
         time.sleep(0.05)
     os.kill(killed.pid, signal.SIGKILL)
@@ -63,9 +63,9 @@ def test_a_killed_run_resumes_from_its_checkpoints_and_ends_as_an_uninterrupted_
     assert not out.exists() and any(folder.glob("controls-*.json"))
 
     def not_again(*args, **kwargs):
-        raise AssertionError("random was scored again instead of read from its checkpoint")
+        raise AssertionError("random_baseline was scored again instead of read from its checkpoint")
 
-    monkeypatch.setattr(Random, "score_instances", not_again)
+    monkeypatch.setattr(RandomBaseline, "score_instances", not_again)
     assert main([*argv, "--out", str(out)]) == 0
     assert any("resuming from" in record.getMessage() for record in caplog.records)
     whole, resumed = (json.loads((tmp_path / name).read_text()) for name in ("whole.json", "resumed.json"))

@@ -2,8 +2,11 @@
 
 import json
 import os
+import shutil
+import stat
 import subprocess
 import sys
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -11,9 +14,11 @@ import datasets
 import numpy as np
 import pytest
 
+from recoe_causaldiag import __version__
 from recoe_causaldiag.cli import main
 from recoe_causaldiag.tasks import DATASET_VERSION
 
+ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
 ESTIMATE_KEYS = {"ci_low", "ci_high", "p_value", "p_adjusted", "p_ttest", "coverage", "n", "n_valid", "n_nan"}
 SPEC_RESULT_KEYS = (
@@ -180,11 +185,41 @@ def test_run_on_the_default_model_end_to_end(tmp_path):
     assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_publish_dry_run_lists_repos_files_and_tags(tmp_path, capsys, monkeypatch):
-    done = in_process(capsys, monkeypatch, "publish", "factcheck", "--dry-run", "--data-dir", str(tmp_path))
+def test_publish_dry_run_lists_repos_files_and_tags_and_leaves_nothing_behind(tmp_path, capsys, monkeypatch):
+    data_dir, scratch = tmp_path / "datasets", tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    done = in_process(capsys, monkeypatch, "publish", "factcheck", "--dry-run", "--data-dir", str(data_dir))
     assert done.returncode == 0, done.stderr
     assert f"[dry run] would upload dataset repo causal-diagnosticity/factcheck (tag v{DATASET_VERSION})" in done.stdout
     assert "data/test-00000-of-00001.parquet" in done.stdout and "bytes" in done.stdout
+    assert not data_dir.exists() and not list(scratch.iterdir())
+
+
+def test_publish_metrics_dry_run_lists_each_space_and_refuses_stale_modules(tmp_path, capsys, monkeypatch):
+    done = in_process(
+        capsys, monkeypatch, "publish-metrics", "--dry-run", "--modules-dir", str(ROOT / "metrics_evaluate")
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"[dry run] would upload space repo causal-diagnosticity/random_baseline (tag v{__version__})" in done.stdout
+    assert "random_baseline.py" in done.stdout and "app.py" in done.stdout and "README.md" in done.stdout
+    stale = tmp_path / "modules"
+    shutil.copytree(ROOT / "metrics_evaluate", stale)
+    (stale / "oracle" / "app.py").write_text("import evaluate\n")
+    done = in_process(capsys, monkeypatch, "publish-metrics", "oracle", "--dry-run", "--modules-dir", str(stale))
+    assert done.returncode == 2 and "oracle/app.py differs from what the library generates" in done.stderr
+
+
+def test_built_datasets_are_readable_as_the_users_umask_allows(tmp_path, capsys, monkeypatch):
+    previous = os.umask(0o022)
+    try:
+        done = in_process(capsys, monkeypatch, "build", "multihop", "--out", str(tmp_path))
+    finally:
+        os.umask(previous)
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path / "multihop"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o755
+    assert stat.S_IMODE((folder / "MANIFEST.json").stat().st_mode) == 0o644
 
 
 def test_publish_without_dry_run_offline_is_one_line_error(tmp_path, capsys, monkeypatch):
@@ -238,7 +273,7 @@ def test_run_on_every_task(tmp_path, every_dataset_dir):
     assert tasks <= set(doc["dataset_versions"]) and tasks <= {e["task"] for e in doc["edit_reliability"]}
     for task in doc["dataset_versions"]:
         rows = [r for r in doc["results"] if r["task"] == task]
-        assert {r["metric"] for r in rows} == {"filler_tokens", "early_answering", "oracle", "random"}
+        assert {r["metric"] for r in rows} == {"filler_tokens", "early_answering", "oracle", "random_baseline"}
         assert len(rows) == 20 + 4 + 1 + 1 and all(r["n"] == 2 for r in rows)
         swapped = task != "analogy"
         for r in rows:
@@ -290,7 +325,7 @@ def test_help_and_version_import_nothing_heavy():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=wide)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
-    assert f"causaldiag 0.1.0 (datasets {DATASET_VERSION})" in done.stdout
+    assert f"causaldiag {__version__} (datasets {DATASET_VERSION})" in done.stdout
     assert "(default: smollm2-135m-instruct)" in done.stdout and "(default: factcheck)" in done.stdout
 
 
@@ -301,7 +336,7 @@ def test_help_and_version_import_nothing_heavy():
             ["--metric", "causal_faithfulness", "--metric-option", "causal_faithfulness.layers=(10, 99)"],
             "causal_faithfulness.layers=(10, 99): smollm2-135m-instruct has 30 decoder layers (0-29); [99]",
         ),
-        (["--metric", "random", "--editor", "rome", "--editor-option", "layer=30"], "editor option layer=30"),
+        (["--metric", "random_baseline", "--editor", "rome", "--editor-option", "layer=30"], "editor option layer=30"),
         (
             ["--metric", "cc_shap", "--metric-option", "cc_shap.n_samples=abc"],
             "metric cc_shap option n_samples must be int, got 'abc'",
@@ -329,7 +364,7 @@ def test_an_unwritable_out_is_refused_before_the_model_loads(tmp_path, capsys, m
     monkeypatch.setattr("recoe_causaldiag.runner.load_model", no_loading)
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    done = in_process(capsys, monkeypatch, "run", "--metric", "random", "--out", str(blocker / "r.json"))
+    done = in_process(capsys, monkeypatch, "run", "--metric", "random_baseline", "--out", str(blocker / "r.json"))
     assert done.returncode == 2 and "cannot write the results beside --out" in done.stderr
 
 
@@ -340,7 +375,7 @@ def test_rerun_repeats_the_recorded_job_exactly(tmp_path, capsys, monkeypatch):
         monkeypatch,
         "run",
         "--metric",
-        "random",
+        "random_baseline",
         "--limit",
         "4",
         "--seed",

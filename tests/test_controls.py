@@ -129,18 +129,18 @@ def test_roles_are_swappable_on_every_task_but_analogy():
 def test_swapping_pairs_without_counter_edits_is_an_error_naming_the_task(factcheck):
     broken = task_pairs("factcheck", [dataclasses.replace(factcheck.pairs[0], counter_edits=())])
     with pytest.raises(ValueError, match="task factcheck: pair factcheck-default-0 has no counter_edits"):
-        score_task(spec(["factcheck"], ["random"]), broken, ControlEngine())
-    score_task(spec(["factcheck"], ["random"], swap=False), broken, ControlEngine())
+        score_task(spec(["factcheck"], ["random_baseline"]), broken, ControlEngine())
+    score_task(spec(["factcheck"], ["random_baseline"], swap=False), broken, ControlEngine())
 
 
 def test_a_template_preferring_scorer_wins_one_direction_and_loses_the_other(factcheck, shorter_metric):
-    scores = score_task(spec(["factcheck"], [shorter_metric, "oracle", "random"]), factcheck, ControlEngine())
+    scores = score_task(spec(["factcheck"], [shorter_metric, "oracle", "random_baseline"]), factcheck, ControlEngine())
     results = {r["metric"]: r for r in scores.results}
     shorter, oracle = results[shorter_metric], results["oracle"]
     assert shorter["d_swap"] == pytest.approx(1 - shorter["diagnosticity"]) and shorter["d_sym"] == 0.5
     assert shorter["d_sym_ci_low"] < 0.5 < shorter["d_sym_ci_high"] and shorter["d_sym_p_value"] == 1.0
     assert oracle["diagnosticity"] > 0.9 and oracle["d_swap"] > 0.9 and oracle["d_sym"] > 0.9
-    assert 0 < results["random"]["d_sym"] < 1
+    assert 0 < results["random_baseline"]["d_sym"] < 1
     rows = [r for r in scores.rows if r.metric == shorter_metric]
     assert all(r.swapped and r.d_sym == 0.5 for r in rows)
     for row, pair in zip(rows, factcheck.pairs):
@@ -149,14 +149,14 @@ def test_a_template_preferring_scorer_wins_one_direction_and_loses_the_other(fac
 
 
 def test_per_pair_rows_reproduce_every_figure_of_the_results_file(factcheck, analogy, shorter_metric, tmp_path):
-    run_spec = spec(["factcheck", "analogy"], [shorter_metric, "oracle", "random"])
+    run_spec = spec(["factcheck", "analogy"], [shorter_metric, "oracle", "random_baseline"])
     engine = ControlEngine()
     tasks = tuple(score_task(run_spec, pairs, engine) for pairs in (factcheck, analogy))
     identity = ModelIdentity("smollm2-135m-instruct", "scripted", "float32", "cpu")
     ran = run_spec.resolved(identity, [task.dataset for task in tasks], "test")
     write_results(ScoredRun(ran, tasks).document(), tmp_path / "r.json")
     doc = json.loads((tmp_path / "r.json").read_text())
-    assert doc["schema_version"] == "1.4" and doc["run_spec"]["swap"] is True
+    assert doc["schema_version"] == "1.5" and doc["run_spec"]["swap"] is True
 
     rows = [PairScoreRow.from_json(r) for r in doc["pairs"]]
     assert [r.to_json() for r in rows] == doc["pairs"]

@@ -2,16 +2,34 @@
 card's example runs."""
 
 import contextlib
+import json
 import math
+import os
 import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 from cards import card_examples, card_namespace
 
+from recoe_causaldiag import hub_modules
 from recoe_causaldiag.cli import main
-from recoe_causaldiag.evaluate_modules import GENERATED_FILES, card_skeleton, module_registry, out_of_sync
-from recoe_causaldiag.metrics import METRICS
+from recoe_causaldiag.evaluate_modules import (
+    GENERATED_FILES,
+    MODEL_EXAMPLE,
+    card_skeleton,
+    module_registry,
+    out_of_sync,
+)
+from recoe_causaldiag.hub_modules import install_hub_modules
+from recoe_causaldiag.metrics import METRICS, Instance
+from recoe_causaldiag.metrics.random_baseline import RandomBaseline
+from recoe_causaldiag.statistics import diagnosticity
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = sorted(p.name for p in (ROOT / "metrics_evaluate").iterdir() if p.is_dir() and not p.name.startswith("_"))
@@ -63,6 +81,7 @@ def test_a_card_skeleton_has_every_section_and_a_runnable_example(tmp_path):
     assert card == card_skeleton("oracle") and card.startswith("---\n") and "app_file: app.py" in card
     assert all(section in card for section in SECTIONS)
     namespace: dict = {}
+    hub_modules.ensure_hub_modules()
     with contextlib.chdir(tmp_path):
         exec(re.findall(r"```python\n(.*?)```", card, re.S)[0], namespace)
     assert namespace["results"]["variant"] == "overlap" and len(namespace["results"]["scores"]) == 1
@@ -77,7 +96,112 @@ def test_module_folder_is_complete(name):
     for section in SECTIONS:
         assert section in card, f"{name} card lacks {section}"
     assert card_examples(name), f"{name} card has no python example"
-    assert f'evaluate.load("{name}")' in (folder / "app.py").read_text()
+    assert f'evaluate.load(str(HERE / "{name}.py"))' in (folder / "app.py").read_text()
+    assert f'evaluate.load("causal-diagnosticity/{name}")' in card
+
+
+def test_no_module_file_shadows_a_standard_library_module():
+    """A Space runs `python app.py` with its folder first on `sys.path`: a `random.py` there replaces Python's."""
+    for folder in (ROOT / "metrics_evaluate").iterdir():
+        for path in folder.glob("*.py"):
+            assert path.stem not in sys.stdlib_module_names, f"{path} shadows the standard library's {path.stem}"
+
+
+def test_every_space_app_launches_and_serves_its_module():
+    """Each `app.py` run as a Space runs it (its folder first on `sys.path`), served for real; two modules that
+    need no model compute their example row through the page's API, as the library computes it."""
+    apps = sorted(str(p) for p in (ROOT / "metrics_evaluate").glob("*/app.py"))
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "space_apps.py"), *apps, "--compute", "diagnosticity", "random_baseline"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    served = {row["app"]: row for row in rows}
+    assert set(served) == set(MODULES) and all(row["status"] == 200 for row in served.values())
+    example = {key: values[0] for key, values in MODEL_EXAMPLE.items()}
+    instance = Instance(
+        example["question"], tuple(example["choices"]), tuple(example["edits"]), example["explanations"]
+    )
+    assert served["random_baseline"]["result"]["scores"] == list(
+        RandomBaseline().score_instances([instance])["uniform"]
+    )
+    expected = diagnosticity([0.9, 0.4, 0.7], [0.1, 0.4, 0.2])
+    assert served["diagnosticity"]["result"]["diagnosticity"] == pytest.approx(expected.value)
+    assert served["diagnosticity"]["result"]["ci_low"] == pytest.approx(expected.ci_low)
+
+
+@pytest.mark.slow  # a Space's own process, served until it answers: half a minute, run by `make test-slow`
+def test_a_space_folder_serves_its_page_as_the_hub_runs_it(tmp_path):
+    """`python app.py` in a copy of the module's folder, as a Space runs it: the page answers over HTTP."""
+    space = shutil.copytree(ROOT / "metrics_evaluate" / "random_baseline", tmp_path / "space")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"}
+    server = subprocess.Popen([sys.executable, "app.py"], cwd=space, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline, status = time.monotonic() + 300, None
+        while status is None and server.poll() is None and time.monotonic() < deadline:
+            try:
+                status = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).status
+            except OSError:
+                time.sleep(1)
+        assert status == 200, server.stderr.read() if server.poll() is not None else "no answer in 300 s"
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def test_hub_ids_load_offline_from_any_folder_once_installed(tmp_path):
+    """After `causaldiag install-modules` into an empty module cache, every `causal-diagnosticity/<name>` loads
+    from a folder outside the repository with the Hub off, and computes."""
+    script = (
+        "import json, sys\n"
+        "from recoe_causaldiag.cli import main\n"
+        "assert main(['install-modules']) == 0\n"
+        "import evaluate\n"
+        "names = sys.argv[1:]\n"
+        "modules = {name: evaluate.load('causal-diagnosticity/' + name) for name in names}\n"
+        "result = modules['diagnosticity'].compute(faithful_scores=[0.9, 0.2], unfaithful_scores=[0.1, 0.4])\n"
+        "print(json.dumps({'loaded': sorted(m.name for m in modules.values()), 'd': result['diagnosticity']}))\n"
+    )
+    env = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "HF_HUB_OFFLINE": "1"}
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run(
+        [sys.executable, "-c", script, *MODULES], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "evaluate modules in" in done.stdout
+    outcome = json.loads(done.stdout.splitlines()[-1])
+    assert outcome == {"loaded": sorted(MODULES), "d": 0.5}
+    cached = tmp_path / "modules" / "evaluate_modules" / "metrics"
+    assert sorted(p.name for p in cached.iterdir() if p.is_dir()) == sorted(
+        f"causal-diagnosticity--{m}" for m in MODULES
+    )
+
+
+def test_modules_are_reinstalled_only_when_the_library_changed(tmp_path, monkeypatch):
+    from evaluate.loading import CachedEvaluationModuleFactory
+
+    monkeypatch.setenv("HF_MODULES_CACHE", str(tmp_path))
+    installs = []
+    monkeypatch.setattr(hub_modules, "install_hub_modules", lambda: installs.append(1) or original())
+    original = install_hub_modules
+    hub_modules.ensure_hub_modules()
+    hub_modules.ensure_hub_modules()
+    assert installs == [1] and hub_modules.installed_digest() == hub_modules.library_digest()
+    stamp = hub_modules.evaluate_metrics_cache() / hub_modules.STAMP
+    stamp.write_text(stamp.read_text().replace(hub_modules.library_digest(), "an older library"))
+    hub_modules.ensure_hub_modules()
+    assert installs == [1, 1]
+    found = CachedEvaluationModuleFactory(
+        "causal-diagnosticity--oracle", dynamic_modules_path=str(tmp_path / "evaluate_modules")
+    ).get_module()
+    assert found.module_path.endswith(".oracle") and (tmp_path / "evaluate_modules" / "metrics").is_dir()
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -137,8 +261,8 @@ def test_model_module_options_are_the_metric_evaluate_options():
     from recoe_causaldiag.evaluate_bridge import compute_model_metric
 
     inputs = dict(question=["Q?"], choices=[["Yes", "No"]], edits=[["F."]], explanations=["F."])
-    assert compute_model_metric("random", **inputs, seed=3)["variant"] == "uniform"
-    with pytest.raises(TypeError, match="random takes no option batch_size"):
-        compute_model_metric("random", **inputs, batch_size=2)
+    assert compute_model_metric("random_baseline", **inputs, seed=3)["variant"] == "uniform"
+    with pytest.raises(TypeError, match="random_baseline takes no option batch_size"):
+        compute_model_metric("random_baseline", **inputs, batch_size=2)
     with pytest.raises(ValueError, match="variant 'bogus' is not one of"):
         compute_model_metric("cc_shap", **inputs, variant="bogus")

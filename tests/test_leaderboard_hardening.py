@@ -41,7 +41,7 @@ MEGABYTE = "x" * 2**20
 HOSTILE_TEXT = [MATHTEXT, "$$", "$\\frac{1}{$", "a\\", "\x00\n\u202e\x1b[31m", "😀" * 50, MEGABYTE]
 
 
-def request(model: str = "m", metrics: tuple[str, ...] = ("random",)) -> JobRequest:
+def request(model: str = "m", metrics: tuple[str, ...] = ("random_baseline",)) -> JobRequest:
     return JobRequest(MODEL_JOB, model, "main", "auto", "ice", "synthetic", ("factcheck",), metrics)
 
 
@@ -49,10 +49,10 @@ def good_rows(n: int = 12, variant: str = "v") -> list[PairScoreRow]:
     """Scored pairs whose d is the outcome of their scores (one declined)."""
     scores = [(1.0, 0.0), (0.0, 1.0), (2.0, 2.0), (1.0, 0.5)] * (n // 4)
     rows = [
-        PairScoreRow(f"p{i}", "factcheck", "random", variant, f, u, (f > u) + 0.5 * (f == u))
+        PairScoreRow(f"p{i}", "factcheck", "random_baseline", variant, f, u, (f > u) + 0.5 * (f == u))
         for i, (f, u) in enumerate(scores)
     ]
-    return [*rows[:-1], PairScoreRow(f"p{n - 1}", "factcheck", "random", variant, math.nan, 1.0, math.nan)]
+    return [*rows[:-1], PairScoreRow(f"p{n - 1}", "factcheck", "random_baseline", variant, math.nan, 1.0, math.nan)]
 
 
 def short_and_path_free(reason: str, *paths: Path) -> bool:
@@ -163,7 +163,7 @@ def test_a_submitted_metric_returning_infinite_scores_fails_its_job_and_stores_n
 
 
 def poisoned(**fields) -> PairScoreRow:
-    row = PairScoreRow("p0", "factcheck", "random", "v", 1.0, 0.0, 1.0)
+    row = PairScoreRow("p0", "factcheck", "random_baseline", "v", 1.0, 0.0, 1.0)
     return PairScoreRow(**{**row.__dict__, **fields})
 
 
@@ -237,7 +237,7 @@ def test_the_plot_draws_any_stored_string_literally():
     board = compute_board(scores)
     labels = drawn(board_figure(board, matching_rows(board)))
     assert len(labels) == len(HOSTILE_TEXT) and not any(cbook.is_math_text(label) for label in labels)
-    assert MATHTEXT.replace("$", r"\$") + " · random · v · factcheck · coverage 0.92" in labels
+    assert MATHTEXT.replace("$", r"\$") + " · random_baseline · v · factcheck · coverage 0.92" in labels
     assert max(map(len, labels)) < 200, "a 1 MB name is cut short"
 
 
@@ -270,7 +270,7 @@ def poison(database: Path, job_id: int, variant: str, faithful: str, unfaithful:
     with sqlite3.connect(database) as connection:
         connection.execute(
             "INSERT INTO pair_scores (job_id, task, metric, variant, pair_id, score_faithful, score_unfaithful, d) "
-            f"VALUES (?, 'factcheck', 'random', ?, 'poison', {faithful}, {unfaithful}, {d})",
+            f"VALUES (?, 'factcheck', 'random_baseline', ?, 'poison', {faithful}, {unfaithful}, {d})",
             (job_id, variant),
         )
 

@@ -78,7 +78,7 @@ def test_two_workers_claim_every_job_once(postgres_url):
                 "ice",
                 "synthetic",
                 ("factcheck",),
-                ("random",),
+                ("random_baseline",),
                 f"variant-{i}",
             ),
             "alice",
@@ -92,7 +92,7 @@ def test_two_workers_claim_every_job_once(postgres_url):
             time.sleep(0.2)  # long enough that both workers are busy at once
             with lock:
                 ran.append((name, job.id))
-            return TaskOutcome("1.0.0", [PairScoreRow(f"{job.id}", task, "random", "v", 1.0, 0.0, 1.0)])
+            return TaskOutcome("1.0.0", [PairScoreRow(f"{job.id}", task, "random_baseline", "v", 1.0, 0.0, 1.0)])
 
         return runner
 

@@ -38,12 +38,19 @@ from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 from recoe_causaldiag.leaderboard.worker import INTERRUPT_GRACE_S, TaskOutcome, Worker
 
 REQUEST = JobRequest(
-    MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic", ("factcheck", "analogy"), ("random",)
+    MODEL_JOB,
+    "smollm2-135m-instruct",
+    "main",
+    "auto",
+    "ice",
+    "synthetic",
+    ("factcheck", "analogy"),
+    ("random_baseline",),
 )
 
 
 def rows(task: str, n: int = 3) -> list[PairScoreRow]:
-    return [PairScoreRow(f"{task}-{i}", task, "random", "v", 1.0, 0.0, 1.0) for i in range(n)]
+    return [PairScoreRow(f"{task}-{i}", task, "random_baseline", "v", 1.0, 0.0, 1.0) for i in range(n)]
 
 
 @pytest.fixture()
@@ -69,7 +76,7 @@ def test_transitions_pending_running_finished_and_failed(db_url):
     assert queue.get(job.id).status == FINISHED and len(queue.finished_scores()) == 3
 
     other = queue.submit(
-        JobRequest(MODEL_JOB, "gemma-3-270m", "main", "auto", "ice", "synthetic", ("factcheck",), ("random",)),
+        JobRequest(MODEL_JOB, "gemma-3-270m", "main", "auto", "ice", "synthetic", ("factcheck",), ("random_baseline",)),
         "bob",
         pair_cap=None,
     ).job
@@ -188,7 +195,7 @@ WORKER_SCRIPT = textwrap.dedent("""
     def runner(job, task, write):
         if task == "analogy":
             time.sleep(600)  # killed here, after factcheck was stored
-        return TaskOutcome("1.0.0", [PairScoreRow(task + "-0", task, "random", "v", 1.0, 0.0, 1.0)])
+        return TaskOutcome("1.0.0", [PairScoreRow(task + "-0", task, "random_baseline", "v", 1.0, 0.0, 1.0)])
 
     settings = LeaderboardSettings(db_url=sys.argv[1], heartbeat_timeout_s=1)
     Worker(JobQueue.open(sys.argv[1]), settings, runner=runner, name="doomed").run_once()

@@ -79,7 +79,7 @@ def test_submit_default_model_reaches_finished_and_the_board(space_url):
 
     spoofed = Client(space_url, verbose=False, headers={"X-Forwarded-For": "203.0.113.7"})
     answer = spoofed.predict(
-        "smollm2-135m-instruct", "main", "auto", ["analogy"], ["random"], "ice", api_name="/submit_model"
+        "smollm2-135m-instruct", "main", "auto", ["analogy"], ["random_baseline"], "ice", api_name="/submit_model"
     )
     assert answer.startswith("Submitted: job **#2**"), answer
     table = client.predict("", "all", 1, api_name="/queue_status")

@@ -15,7 +15,7 @@ from recoe_causaldiag.leaderboard.service import Leaderboard
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 
 REQUEST = JobRequest(
-    MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic", ("factcheck",), ("random",)
+    MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic", ("factcheck",), ("random_baseline",)
 )
 
 
@@ -61,7 +61,9 @@ def test_the_space_says_the_queue_is_unavailable_instead_of_accepting_a_submissi
     settings = LeaderboardSettings(db_url=f"sqlite:///{tmp_path / 'queue.sqlite'}", local_model_roots=(tmp_path,))
     leaderboard = Leaderboard(settings)
     (tmp_path / "queue.sqlite").unlink()
-    answer = leaderboard.submit_model("smollm2-135m-instruct", "main", "auto", ["factcheck"], ["random"], "alice")
+    answer = leaderboard.submit_model(
+        "smollm2-135m-instruct", "main", "auto", ["factcheck"], ["random_baseline"], "alice"
+    )
     assert answer.startswith("Rejected") and "removed" in answer
 
 

@@ -47,15 +47,15 @@ def local_model(settings, name: str, config: dict, weights_bytes: int = 10, extr
 @pytest.mark.parametrize(
     "model, revision, precision, tasks, metrics, why",
     [
-        ("not a model id!", "main", "auto", ["factcheck"], ["random"], "neither a Hub id"),
-        ("org/../etc", "main", "auto", ["factcheck"], ["random"], "neither a Hub id"),
-        ("org/model", "main", "auto", ["factcheck"], ["random"], "runs offline"),
-        ("smollm2-135m-instruct", "v1;rm", "auto", ["factcheck"], ["random"], "not a branch"),
-        ("smollm2-135m-instruct", "dev", "auto", ["factcheck"], ["random"], "Hub models only"),
-        ("smollm2-135m-instruct", "main", "int3", ["factcheck"], ["random"], "precision 'int3'"),
-        ("smollm2-135m-instruct", "main", "auto", ["factchek"], ["random"], "did you mean 'factcheck'"),
+        ("not a model id!", "main", "auto", ["factcheck"], ["random_baseline"], "neither a Hub id"),
+        ("org/../etc", "main", "auto", ["factcheck"], ["random_baseline"], "neither a Hub id"),
+        ("org/model", "main", "auto", ["factcheck"], ["random_baseline"], "runs offline"),
+        ("smollm2-135m-instruct", "v1;rm", "auto", ["factcheck"], ["random_baseline"], "not a branch"),
+        ("smollm2-135m-instruct", "dev", "auto", ["factcheck"], ["random_baseline"], "Hub models only"),
+        ("smollm2-135m-instruct", "main", "int3", ["factcheck"], ["random_baseline"], "precision 'int3'"),
+        ("smollm2-135m-instruct", "main", "auto", ["factchek"], ["random_baseline"], "did you mean 'factcheck'"),
         ("smollm2-135m-instruct", "main", "auto", ["factcheck"], [], "at least one metric"),
-        ("/etc", "main", "auto", ["factcheck"], ["random"], "must lie under"),
+        ("/etc", "main", "auto", ["factcheck"], ["random_baseline"], "must lie under"),
     ],
 )
 def test_rejections_say_why(settings, model, revision, precision, tasks, metrics, why):
@@ -64,13 +64,13 @@ def test_rejections_say_why(settings, model, revision, precision, tasks, metrics
 
 
 def test_packaged_model_is_accepted_offline(settings):
-    request = model_request("smollm2-135m-instruct", "", "auto", ["factcheck"], ["random"], settings)
-    assert (request.revision, request.tasks, request.metrics) == ("main", ("factcheck",), ("random",))
+    request = model_request("smollm2-135m-instruct", "", "auto", ["factcheck"], ["random_baseline"], settings)
+    assert (request.revision, request.tasks, request.metrics) == ("main", ("factcheck",), ("random_baseline",))
 
 
 def test_local_models_needing_remote_code_or_too_big_are_refused(settings):
     llama = {"model_type": "llama"}
-    assert model_request(local_model(settings, "ok", llama), "", "auto", ["factcheck"], ["random"], settings)
+    assert model_request(local_model(settings, "ok", llama), "", "auto", ["factcheck"], ["random_baseline"], settings)
     for name, config, extra in (
         ("auto_map", {**llama, "auto_map": {"AutoModel": "x.Y"}}, None),
         ("code", llama, "modeling_custom.py"),
@@ -78,30 +78,40 @@ def test_local_models_needing_remote_code_or_too_big_are_refused(settings):
     ):
         with pytest.raises(Rejected, match="remote code|trust_remote_code"):
             model_request(
-                local_model(settings, name, config, extra=extra), "", "auto", ["factcheck"], ["random"], settings
+                local_model(settings, name, config, extra=extra),
+                "",
+                "auto",
+                ["factcheck"],
+                ["random_baseline"],
+                settings,
             )
     small = LeaderboardSettings(**{**settings.__dict__, "max_model_gb": 1e-8})
     with pytest.raises(Rejected, match="at most"):
         model_request(
-            local_model(settings, "big", llama, weights_bytes=1000), "", "auto", ["factcheck"], ["random"], small
+            local_model(settings, "big", llama, weights_bytes=1000),
+            "",
+            "auto",
+            ["factcheck"],
+            ["random_baseline"],
+            small,
         )
 
 
 def test_rate_limit_and_duplicates(settings):
     board = Leaderboard(settings)
-    first = board.submit_model("smollm2-135m-instruct", "", "auto", ["factcheck"], ["random"], "alice")
+    first = board.submit_model("smollm2-135m-instruct", "", "auto", ["factcheck"], ["random_baseline"], "alice")
     assert first.startswith("Submitted: job **#1**")
     assert "already queued: job **#1**" in board.submit_model(
-        "smollm2-135m-instruct", "main", "auto", ["factcheck"], ["random"], "bob"
+        "smollm2-135m-instruct", "main", "auto", ["factcheck"], ["random_baseline"], "bob"
     )
-    board.submit_model("smollm2-135m-instruct", "", "auto", ["analogy"], ["random"], "alice")
-    third = board.submit_model("smollm2-135m-instruct", "", "auto", ["multihop"], ["random"], "alice")
+    board.submit_model("smollm2-135m-instruct", "", "auto", ["analogy"], ["random_baseline"], "alice")
+    third = board.submit_model("smollm2-135m-instruct", "", "auto", ["multihop"], ["random_baseline"], "alice")
     assert third.startswith("Rejected: rate limit: 2 submissions per hour") and len(board.queue.jobs()) == 2
     assert "already queued" in board.submit_model(
-        "smollm2-135m-instruct", "", "auto", ["factcheck"], ["random"], "alice"
+        "smollm2-135m-instruct", "", "auto", ["factcheck"], ["random_baseline"], "alice"
     ), "a duplicate is answered even at the rate limit"
     assert "submitter could not be identified" in board.submit_model(
-        "smollm2-135m-instruct", "", "auto", ["factcheck"], ["random"], " "
+        "smollm2-135m-instruct", "", "auto", ["factcheck"], ["random_baseline"], " "
     )
 
 
@@ -142,7 +152,7 @@ def test_metric_submission_waits_for_the_admin_token(settings, tmp_path):
     )
     assert not list(cache_root().glob("leaderboard/**/escape")), "a rejected name is never written to disk"
     assert "already a library metric" in board.submit_metric(
-        "random", "", [module], "smollm2-135m-instruct", ["factcheck"], "bob"
+        "random_baseline", "", [module], "smollm2-135m-instruct", ["factcheck"], "bob"
     )
     assert "runs offline" in board.submit_metric(
         "my_metric", "org/metric", [], "smollm2-135m-instruct", ["factcheck"], "bob"
@@ -189,7 +199,7 @@ def test_markdown_and_html_in_names_are_rendered_inert():
 
     job = Job(
         1,
-        JobRequest("model", hostile, "main", "auto", "ice", "synthetic", ("factcheck",), ("random",)),
+        JobRequest("model", hostile, "main", "auto", "ice", "synthetic", ("factcheck",), ("random_baseline",)),
         None,
         "x",
         "PENDING",
@@ -251,12 +261,12 @@ def test_board_is_seeded_from_a_results_file_once(tmp_path, settings):
         "explanations": "synthetic",
         "dataset_versions": {"factcheck": "1.0.0"},
         "created_at": "2026-11-22",
-        "results": [{"metric": "random"}],
+        "results": [{"metric": "random_baseline"}],
         "pairs": [
             {
                 "id": f"p{i}",
                 "task": "factcheck",
-                "metric": "random",
+                "metric": "random_baseline",
                 "variant": "binary",
                 "score_faithful": 1.0,
                 "score_unfaithful": 0.0,
@@ -287,12 +297,12 @@ def test_results_files_of_either_schema_seed_the_board_and_the_export(tmp_path, 
         "editor": "ice",
         "explanations": "synthetic",
         "dataset_versions": {"factcheck": "1.0.0"},
-        "results": [{"metric": "random"}],
+        "results": [{"metric": "random_baseline"}],
         "pairs": [
             {
                 pair_key: f"p{i}",
                 "task": "factcheck",
-                "metric": "random",
+                "metric": "random_baseline",
                 "variant": "binary",
                 "score_faithful": f,
                 "score_unfaithful": u,
@@ -321,7 +331,7 @@ def test_results_files_of_either_schema_seed_the_board_and_the_export(tmp_path, 
         "explanations": "synthetic",
         "pair_id": "p3",
         "task": "factcheck",
-        "metric": "random",
+        "metric": "random_baseline",
         "variant": "binary",
         "score_faithful": None,
         "score_unfaithful": 1.0,
@@ -396,25 +406,29 @@ def test_aliases_of_one_local_model_are_one_request_shown_by_name_only(settings,
     folder = local_model(settings, "tiny", {"model_type": "llama"})
     root = settings.local_model_roots[0]
     aliases = [folder, f"/{folder}", f"{root}/./tiny", f"{root}/../models/tiny", f"{folder}/"]
-    requests = {model_request(alias, "main", "auto", ["factcheck"], ["random"], settings) for alias in aliases}
+    requests = {model_request(alias, "main", "auto", ["factcheck"], ["random_baseline"], settings) for alias in aliases}
     assert len(requests) == 1 and next(iter(requests)).model == str(Path(folder).resolve())
     board = Leaderboard(LeaderboardSettings(**{**settings.__dict__, "rate_limit_per_hour": 10}))
-    answers = [board.submit_model(alias, "main", "auto", ["factcheck"], ["random"], "alice") for alias in aliases]
+    answers = [
+        board.submit_model(alias, "main", "auto", ["factcheck"], ["random_baseline"], "alice") for alias in aliases
+    ]
     assert answers[0].startswith("Submitted") and all(a.startswith("An identical request") for a in answers[1:])
     assert all(str(tmp_path) not in a.replace("\\", "") for a in answers)
     shown = public_model_name(str(Path(folder).resolve()))
     assert re.fullmatch(r"local:tiny-[0-9a-f]{6}", shown) and queue_table(board.queue.jobs())[0][2] == shown
     outside = "local model folders must lie under this deployment's model folders"
     with pytest.raises(Rejected, match=outside) as refused:
-        model_request(f"{root}/../../etc", "main", "auto", ["factcheck"], ["random"], settings)
+        model_request(f"{root}/../../etc", "main", "auto", ["factcheck"], ["random_baseline"], settings)
     assert str(tmp_path) not in str(refused.value)
 
 
 def test_a_model_can_be_submitted_under_a_weight_editor(settings):
     board = Leaderboard(settings)
-    answer = board.submit_model("smollm2-135m-instruct", "", "auto", ["factcheck"], ["random"], "alice", "rome")
+    answer = board.submit_model(
+        "smollm2-135m-instruct", "", "auto", ["factcheck"], ["random_baseline"], "alice", "rome"
+    )
     assert answer.startswith("Submitted: job **#1**")
     assert board.queue.jobs()[0].request.editor == "rome"
-    assert board.submit_model("smollm2-135m-instruct", "", "auto", ["factcheck"], ["random"], "bob", "sed").startswith(
-        "Rejected: editor 'sed' is not one of ice, rome, memit"
-    )
+    assert board.submit_model(
+        "smollm2-135m-instruct", "", "auto", ["factcheck"], ["random_baseline"], "bob", "sed"
+    ).startswith("Rejected: editor 'sed' is not one of ice, rome, memit")

@@ -29,7 +29,14 @@ def test_model_jobs_store_the_rows_a_run_writes(default_lm, factcheck_dir, tmp_p
     )
     runner._loaded = (("smollm2-135m-instruct", "main", "auto"), default_lm)  # the session's model, not a reload
     request = JobRequest(
-        MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic", ("factcheck",), ("random", "oracle")
+        MODEL_JOB,
+        "smollm2-135m-instruct",
+        "main",
+        "auto",
+        "ice",
+        "synthetic",
+        ("factcheck",),
+        ("random_baseline", "oracle"),
     )
     lines: list[str] = []
     outcome = runner(running(1, request, 3), "factcheck", lines.append)
@@ -37,15 +44,18 @@ def test_model_jobs_store_the_rows_a_run_writes(default_lm, factcheck_dir, tmp_p
         model="smollm2-135m-instruct",
         revision="main",
         tasks=("factcheck",),
-        metrics=("random", "oracle"),
+        metrics=("random_baseline", "oracle"),
         limit=3,
         swap=False,
     )
     assert [row.to_json() for row in outcome.rows] == run(
         spec, lm=default_lm, data_dir=factcheck_dir.parent, progress=False
     )["pairs"]
-    assert outcome.dataset_version == DATASET_VERSION and {row.metric for row in outcome.rows} == {"random", "oracle"}
-    assert any(line.startswith("factcheck · random · ") for line in lines)
+    assert outcome.dataset_version == DATASET_VERSION and {row.metric for row in outcome.rows} == {
+        "random_baseline",
+        "oracle",
+    }
+    assert any(line.startswith("factcheck · random_baseline · ") for line in lines)
 
 
 def test_submitted_metric_jobs_make_rows_with_the_same_functions(factcheck_dir, tmp_path, monkeypatch):
@@ -105,7 +115,7 @@ def test_a_task_never_scores_a_model_cache_that_fails_its_sha256_check(factcheck
     )
     runner._loaded = (("smollm2-135m-instruct", "main", "auto"), object())
     request = JobRequest(
-        MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic", ("factcheck",), ("random",)
+        MODEL_JOB, "smollm2-135m-instruct", "main", "auto", "ice", "synthetic", ("factcheck",), ("random_baseline",)
     )
     lines: list[str] = []
     with pytest.raises(ModelLoaded) as loaded:

@@ -31,3 +31,17 @@ def test_resolve_all_and_lists():
 def test_registered_metrics_and_tasks():
     assert {"filler_tokens", "early_answering"} <= set(METRICS.names())
     assert "factcheck" in TASKS
+
+
+def test_a_renamed_metric_is_found_by_its_former_name():
+    """`random` became `random_baseline` (a `random.py` in a Space shadows Python's own): old results still rerun."""
+    assert METRICS.get("random") is METRICS.get("random_baseline")
+    assert METRICS.resolve("oracle,random,random_baseline") == ["oracle", "random_baseline"]
+    assert "random" not in METRICS.names()
+    registry: Registry[int] = Registry("thing")
+    registry.add("new", 1)
+    registry.alias("old", "new")
+    with pytest.raises(ValueError, match="already a name"):
+        registry.alias("new", "new")
+    with pytest.raises(UnknownNameError):
+        registry.alias("older", "missing")

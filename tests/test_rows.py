@@ -31,13 +31,15 @@ def test_rows_of_schema_1_0_results_files_still_load():
     legacy = {
         "id": "fc-1",
         "task": "factcheck",
-        "metric": "random",
+        "metric": "random_baseline",
         "variant": "binary",
         "score_faithful": 1.0,
         "score_unfaithful": 0.0,
         "d": 1.0,
     }
-    assert PairScoreRow.from_json(legacy) == PairScoreRow("fc-1", "factcheck", "random", "binary", 1.0, 0.0, 1.0)
+    assert PairScoreRow.from_json(legacy) == PairScoreRow(
+        "fc-1", "factcheck", "random_baseline", "binary", 1.0, 0.0, 1.0
+    )
     with pytest.raises(KeyError):
         PairScoreRow.from_json({k: v for k, v in legacy.items() if k != "id"})
 

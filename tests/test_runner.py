@@ -14,7 +14,7 @@ from recoe_causaldiag.api.registry import UnknownNameError
 from recoe_causaldiag.api.run_spec import DatasetIdentity, ModelIdentity, RunSpec
 from recoe_causaldiag.generated_explanations import with_generated_explanations
 from recoe_causaldiag.hub_layout import load_pairs
-from recoe_causaldiag.metrics.random import Random
+from recoe_causaldiag.metrics.random_baseline import RandomBaseline
 from recoe_causaldiag.models import DEFAULT_MODEL, default_helper_model
 from recoe_causaldiag.paths import file_sha256
 from recoe_causaldiag.report import write_results
@@ -40,7 +40,7 @@ def test_metric_options_are_parsed_as_literals_or_text():
     "options, message",
     [
         ((("cc_shap", "n_sample", 4),), "metric cc_shap has no option 'n_sample'"),
-        ((("random", "seed", 1),), "names a metric that this run does not compute"),
+        ((("random_baseline", "seed", 1),), "names a metric that this run does not compute"),
         ((("cc_shap", "n_samples", 0),), "n_samples must be >= 1"),
         ((("causal_faithfulness", "layers", 15),), "option layers must be a list of int or None, got 15"),
     ],
@@ -59,15 +59,15 @@ def test_options_reach_the_metric_and_the_results(default_lm, factcheck_dir):
     spec = RunSpec(
         model="smollm2-135m-instruct",
         tasks=("factcheck",),
-        metrics=("random",),
+        metrics=("random_baseline",),
         limit=3,
         seed=5,
-        metric_options=(("random", "seed", 7),),
+        metric_options=(("random_baseline", "seed", 7),),
     )
     doc = run(spec, lm=default_lm, data_dir=factcheck_dir.parent, progress=False)
-    assert doc["run_spec"]["metric_options"] == (("random", "seed", 7),)
+    assert doc["run_spec"]["metric_options"] == (("random_baseline", "seed", 7),)
     pairs = select_pairs(load_pairs(factcheck_dir), 3, 5)
-    (expected,) = Random(7).score(pairs, None)
+    (expected,) = RandomBaseline(7).score(pairs, None)
     got = [row["score_faithful"] for row in doc["pairs"]]
     np.testing.assert_allclose(got, expected.faithful)
 
@@ -81,7 +81,7 @@ def test_a_run_names_the_model_serving_each_metric_in_its_spec(monkeypatch):
     spec = RunSpec(
         model=DEFAULT_MODEL,
         tasks=("factcheck",),
-        metrics=("simulatability", "adding_mistakes", "paraphrasing", "random"),
+        metrics=("simulatability", "adding_mistakes", "paraphrasing", "random_baseline"),
         metric_options=(("paraphrasing", "helper", DEFAULT_MODEL),),
     )
     recorded = runner.score_run(spec, lm=evaluated, progress=False).spec
@@ -94,6 +94,46 @@ def test_a_run_names_the_model_serving_each_metric_in_its_spec(monkeypatch):
     assert RunSpec.from_dict(json.loads(json.dumps(recorded.to_dict()))) == recorded
     assert recorded.with_helper_models("other") == recorded
     assert default_helper_model("gemma-3-270m") == default_helper_model("org/model") == DEFAULT_MODEL
+
+
+def test_a_run_records_every_metric_options_default_and_a_rerun_keeps_the_recorded_one(monkeypatch):
+    """The results file holds the budgets that ran: a default changed by a later version does not change a rerun
+    of an older file, and an option given explicitly wins over a recorded default. No model runs."""
+    monkeypatch.setattr(runner, "score_tasks", lambda spec, *args, **kwargs: iter(()))
+    evaluated = SimpleNamespace(name=DEFAULT_MODEL, identity=ModelIdentity(DEFAULT_MODEL, "r", "float32", "cpu"))
+    spec = RunSpec(
+        model=DEFAULT_MODEL,
+        tasks=("factcheck",),
+        metrics=("cc_shap", "random_baseline"),
+        metric_options=(("cc_shap", "seed", 3),),
+    )
+    recorded = runner.score_run(spec, lm=evaluated, progress=False).spec
+    assert recorded.metric_options == spec.metric_options
+    assert recorded.options_for("cc_shap") == {
+        "n_samples": 8,
+        "seed": 3,
+        "baseline": "...",
+        "select": ("post_hoc", "cot"),
+        "estimator": "antithetic",
+    }
+    assert recorded.options_for("random_baseline") == {"seed": 0}
+    assert RunSpec.from_dict(json.loads(json.dumps(recorded.to_dict()))) == recorded
+
+    older = {
+        **recorded.to_dict(),
+        "metric_defaults": [
+            ["cc_shap", "n_samples", 16],
+            ["cc_shap", "estimator", "sampling"],
+            ["random_baseline", "seed", 4],
+        ],
+    }
+    rerun = runner.score_run(RunSpec.from_dict(older), lm=evaluated, progress=False).spec
+    assert rerun.options_for("cc_shap")["n_samples"] == 16 and rerun.options_for("cc_shap")["estimator"] == "sampling"
+    assert rerun.options_for("cc_shap")["seed"] == 3 and rerun.options_for("random_baseline") == {"seed": 4}
+    with pytest.raises(ValueError, match="metric cc_shap has no option 'budget'"):
+        RunSpec.from_dict({**older, "metric_defaults": [["cc_shap", "budget", 1]]})
+    with pytest.raises(ValueError, match="n_samples must be int"):
+        RunSpec.from_dict({**older, "metric_defaults": [["cc_shap", "n_samples", "many"]]})
 
 
 def test_generated_explanations_stop_before_the_answer_cue(factcheck_pairs):
@@ -113,10 +153,10 @@ def test_a_results_files_run_spec_reruns_the_same_job_exactly(default_lm, factch
     spec = RunSpec(
         model="smollm2-135m-instruct",
         tasks=("factcheck",),
-        metrics=("random", "oracle"),
+        metrics=("random_baseline", "oracle"),
         limit=4,
         seed=3,
-        metric_options=(("random", "seed", 11),),
+        metric_options=(("random_baseline", "seed", 11),),
     )
     first = run(spec, lm=default_lm, data_dir=factcheck_dir.parent, progress=False)
     write_results(first, tmp_path / "first.json")
@@ -129,7 +169,10 @@ def test_a_results_files_run_spec_reruns_the_same_job_exactly(default_lm, factch
         DatasetIdentity("factcheck", DATASET_VERSION, file_sha256(factcheck_dir / "MANIFEST.json")),
     )
     assert again == dataclasses.replace(
-        spec, model_identity=default_lm.identity, datasets=again.datasets, package_version=__version__
+        spec.with_metric_defaults(),
+        model_identity=default_lm.identity,
+        datasets=again.datasets,
+        package_version=__version__,
     )
     second = run(again, lm=default_lm, data_dir=factcheck_dir.parent, progress=False)
     assert second["pairs"] == first["pairs"] and len(first["pairs"]) == 4 * 2
@@ -142,7 +185,7 @@ def test_a_pinned_spec_loads_the_recorded_model_and_refuses_other_weights_or_dat
 ):
     recorded = ModelIdentity("org/model", "0123abc", "bfloat16", "cpu")
     pinned = RunSpec(
-        model="org/model", tasks=("factcheck",), metrics=("random",), revision="main", model_identity=recorded
+        model="org/model", tasks=("factcheck",), metrics=("random_baseline",), revision="main", model_identity=recorded
     )
     asked = {}
     monkeypatch.setattr(runner, "load_model", lambda name, **kwargs: asked.update(name=name, **kwargs))
@@ -156,7 +199,7 @@ def test_a_pinned_spec_loads_the_recorded_model_and_refuses_other_weights_or_dat
     other_data = RunSpec(
         model="smollm2-135m-instruct",
         tasks=("factcheck",),
-        metrics=("random",),
+        metrics=("random_baseline",),
         limit=2,
         model_identity=default_lm.identity,
         datasets=(DatasetIdentity("factcheck", "1.0.0", "0" * 64),),
@@ -185,5 +228,7 @@ def test_run_specs_of_older_results_files_still_load():
     assert (spec.revision, spec.precision, spec.device, spec.datasets) == (None, "auto", None, ())
     with pytest.raises(ValueError, match="unknown fields: modle"):
         RunSpec.from_dict({**legacy, "modle": "x"})
+    renamed = RunSpec.from_dict({**legacy, "metrics": ["random"], "metric_options": [["random", "seed", 2]]})
+    assert renamed.metrics == ("random_baseline",) and renamed.options_for("random_baseline") == {"seed": 2}
     with pytest.raises(UnknownNameError, match="unknown precision 'float8'"):
         RunSpec(model="m", tasks=(), metrics=(), precision="float8")

@@ -133,7 +133,7 @@ def submit_model(space: Leaderboard, field: str, value: str) -> Callable[[], str
         "revision": "main",
         "precision": "auto",
         "tasks": ["factcheck"],
-        "metrics": ["random"],
+        "metrics": ["random_baseline"],
         "submitter": "fuzzer",
     }
     form[field] = [value] if field in ("tasks", "metrics") else value

@@ -104,7 +104,7 @@ def test_the_space_refuses_a_submission_to_a_removed_queue_file(tmp_path, campai
     database = tmp_path / "queue.sqlite"
     leaderboard = Leaderboard(LeaderboardSettings(db_url=f"sqlite:///{database}", local_model_roots=(tmp_path,)))
     remove(database)
-    answer = leaderboard.submit_model(DEFAULT_MODEL, "main", "auto", ["factcheck"], ["random"], "alice")
+    answer = leaderboard.submit_model(DEFAULT_MODEL, "main", "auto", ["factcheck"], ["random_baseline"], "alice")
     refused = answer.startswith("Rejected") and "removed" in answer
     record(campaign, "removed file: the Space's answer", (REJECTED, answer) if refused else (LOST, answer))
     assert not campaign.failures(), campaign.failures()

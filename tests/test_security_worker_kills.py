@@ -52,7 +52,9 @@ KILL_DELAY_S = (0.0, 0.15)
 
 def job_request(i: int, tasks: tuple[str, ...]) -> JobRequest:
     """The i-th of distinct requests (they differ by revision)."""
-    return JobRequest(MODEL_JOB, "smollm2-135m-instruct", f"rev{i}", "auto", "ice", "synthetic", tasks, ("random",))
+    return JobRequest(
+        MODEL_JOB, "smollm2-135m-instruct", f"rev{i}", "auto", "ice", "synthetic", tasks, ("random_baseline",)
+    )
 
 
 def unfinished(queue: JobQueue) -> bool:

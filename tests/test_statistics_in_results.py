@@ -98,7 +98,7 @@ def test_the_plot_shows_d_sym_where_roles_were_swapped():
 
 OLD_RESULT = {
     "task": "factcheck",
-    "metric": "random",
+    "metric": "random_baseline",
     "variant": "binary",
     "diagnosticity": 1.0,
     "ci_low": 1.0,
@@ -118,7 +118,7 @@ def test_a_schema_1_0_results_file_shows_its_missing_columns_as_n_a(tmp_path):
     # D_sym, CI | D (no marker: the file holds no adjusted p), CI | p (sign) | p (Holm), p (t-test) | D_swap ... |
     assert cells[3:5] == ["n/a", "[n/a, n/a]"] and cells[5] == "1.000"
     assert cells[7:10] == ["<0.001", "n/a", "n/a"] and cells[-1] == "n/a (3 / 4)"
-    assert [label for label, *_ in _bars(doc)][0] == "factcheck · random · binary · D · coverage n/a"
+    assert [label for label, *_ in _bars(doc)][0] == "factcheck · random_baseline · binary · D · coverage n/a"
     write_results(doc, tmp_path / "old.json")
 
 
@@ -128,7 +128,7 @@ def test_a_schema_1_0_file_seeds_the_board_with_every_figure_recomputed(tmp_path
         "schema_version": "1.0",
         "dataset_versions": {"factcheck": "1.0.0"},
         "pairs": [
-            {"id": f"p{i}", "task": "factcheck", "metric": "random", "variant": "binary"}
+            {"id": f"p{i}", "task": "factcheck", "metric": "random_baseline", "variant": "binary"}
             | {"score_faithful": None if math.isnan(x) else x, "score_unfaithful": 0.5}
             | {"d": None if math.isnan(x) else x}
             for i, x in enumerate(d)

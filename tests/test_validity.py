@@ -47,7 +47,7 @@ def _doc(random_ci=(0.40, 0.62), no_edit=(0.5, 0.35, 0.65), two_sided=(0.6, 0.45
             }
         ],
         "accuracy": [{"task": "factcheck", **_share("direct", 0.45, 0.3, 0.6), **_share("cot", 0.9, 0.77, 0.96)}],
-        "results": [_result("oracle", 1.0, 0.91, 1.0), _result("random", 0.5, *random_ci)],
+        "results": [_result("oracle", 1.0, 0.91, 1.0), _result("random_baseline", 0.5, *random_ci)],
     }
 
 
@@ -71,10 +71,10 @@ def test_every_check_judges_its_own_figure():
     assert checks["edit reliability, two-sided"].mark == HOLDS
     assert checks["accuracy of the edited model, direct"].mark == INCONCLUSIVE, "CI 0.30-0.60 straddles chance"
     assert checks["accuracy of the edited model, CoT"].mark == HOLDS
-    assert checks["oracle"].mark == HOLDS and checks["random"].mark == HOLDS
+    assert checks["oracle"].mark == HOLDS and checks["random_baseline"].mark == HOLDS
     assert {c.what for c in task_checks("factcheck", _doc(), None, 0.5)} >= {
         "oracle (binary) D_sym",
-        "random (binary) D_sym",
+        "random_baseline (binary) D_sym",
     }
 
 
@@ -86,7 +86,7 @@ def test_a_text_preference_a_biased_random_scorer_and_a_failing_probe_are_caught
     assert "tokens[x]" in next(c.what for c in task_checks("factcheck", doc, audit, 0.5) if c.what.startswith("art"))
     assert checks["no-edit preference"].mark == BROKEN
     assert checks["edit reliability, two-sided"].mark == BROKEN
-    assert checks["random"].mark == BROKEN
+    assert checks["random_baseline"].mark == BROKEN
 
 
 def test_missing_figures_and_too_few_pairs_are_not_judged():
@@ -128,7 +128,7 @@ def test_validity_command_on_the_default_model(tmp_path, every_dataset_dir):
     doc = json.loads((out / "results.json").read_text())
     assert (out / "validity.png").is_file() and (out / "results.md").is_file()
     tasks = [e["task"] for e in doc["edit_reliability"]]
-    assert len(tasks) == 10 and {r["metric"] for r in doc["results"]} == {"oracle", "random"}
+    assert len(tasks) == 10 and {r["metric"] for r in doc["results"]} == {"oracle", "random_baseline"}
     for task in tasks:
         assert f"| {task} | oracle (overlap) D" in page and f"| {task} | no-edit preference |" in page
     assert "| analogy | oracle (overlap) D |" in page and "| factcheck | oracle (overlap) D_sym | 1.000" in page

@@ -185,7 +185,7 @@ def test_the_cli_refuses_an_unknown_editor_option_with_exit_2(tmp_path, capsys):
         "--editor-option",
         "layres=3",
         "--metric",
-        "random",
+        "random_baseline",
         "--out",
         str(tmp_path / "r.json"),
     ]

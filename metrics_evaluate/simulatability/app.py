@@ -1,5 +1,9 @@
-import evaluate
-from evaluate.utils import launch_gradio_widget
+from pathlib import Path
 
-module = evaluate.load("simulatability")
-launch_gradio_widget(module)
+import evaluate
+
+from recoe_causaldiag.evaluate_space import module_page
+
+HERE = Path(__file__).resolve().parent
+module = evaluate.load(str(HERE / "simulatability.py"))
+module_page(module, HERE / "README.md").launch()

@@ -25,6 +25,7 @@ class Registry(Generic[T]):
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._entries: dict[str, T] = {}
+        self._aliases: dict[str, str] = {}
 
     def add(self, name: str, entry: T) -> T:
         if name in self._entries:
@@ -32,13 +33,24 @@ class Registry(Generic[T]):
         self._entries[name] = entry
         return entry
 
+    def alias(self, old: str, name: str) -> None:
+        """Let the former name `old` of entry `name` still find it (results files written before a rename)."""
+        self.get(name)
+        if old in self._entries or old in self._aliases:
+            raise ValueError(f"{self.kind} '{old}' is already a name")
+        self._aliases[old] = name
+
+    def canonical(self, name: str) -> str:
+        """The entry's current name, for a current or a former name."""
+        return self._aliases.get(name, name)
+
     def register(self, name: str) -> Callable[[T], T]:
         """Decorator form of `add`."""
         return lambda entry: self.add(name, entry)
 
     def get(self, name: str) -> T:
         try:
-            return self._entries[name]
+            return self._entries[self.canonical(name)]
         except KeyError:
             raise UnknownNameError(self.kind, name, self.names()) from None
 
@@ -52,7 +64,7 @@ class Registry(Generic[T]):
             raise UnknownNameError(self.kind, spec, self.names())
         for name in names:
             self.get(name)
-        return list(dict.fromkeys(names))
+        return list(dict.fromkeys(self.canonical(name) for name in names))
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries

@@ -64,6 +64,9 @@ class RunSpec:
     n_resamples: int = 2000
     max_explanation_tokens: int = 100
     metric_options: tuple[tuple[str, str, Any], ...] = ()
+    metric_defaults: tuple[tuple[str, str, Any], ...] = ()
+    """Every other constructor option of the run's metrics at the value it defaulted to when the run started, so a
+    rerun scores with the budgets that ran even where a later version changed a default (`with_metric_defaults`)."""
     swap: bool = True
     """Also score every metric with the roles swapped (the contrast model evaluated) where the task allows it."""
     editor_options: tuple[tuple[str, Any], ...] = ()
@@ -88,13 +91,13 @@ class RunSpec:
             tasks.get(task)
         for metric in self.metrics:
             metrics.get(metric)
-        for metric, key, _ in self.metric_options:
+        for metric, key, _ in self.metric_options + self.metric_defaults:
             if metric not in self.metrics:
                 raise ValueError(f"option {metric}.{key} names a metric that this run does not compute")
             parameters = inspect.signature(metrics.get(metric)).parameters
             if key not in parameters:
                 raise ValueError(f"metric {metric} has no option '{key}' (options: {', '.join(parameters) or 'none'})")
-        for metric in dict.fromkeys(name for name, _, _ in self.metric_options):
+        for metric in dict.fromkeys(name for name, _, _ in self.metric_options + self.metric_defaults):
             check_options(f"metric {metric}", metrics.get(metric), self.options_for(metric))
             try:
                 metrics.get(metric)(**self.options_for(metric))
@@ -116,8 +119,26 @@ class RunSpec:
             raise ValueError(f"limit must be >= 1, got {self.limit}")
 
     def options_for(self, metric: str) -> dict[str, Any]:
-        """Keyword arguments of `metric`'s constructor in this run (sample budgets, helper models, ...)."""
+        """Keyword arguments of `metric`'s constructor in this run (sample budgets, helper models, ...): the options
+        given, over the recorded defaults."""
+        return {key: value for name, key, value in self.metric_defaults + self.metric_options if name == metric}
+
+    def given_options_for(self, metric: str) -> dict[str, Any]:
+        """The options this run was given for `metric` (without the defaults it recorded)."""
         return {key: value for name, key, value in self.metric_options if name == metric}
+
+    def with_metric_defaults(self) -> RunSpec:
+        """This spec with every constructor option of its metrics that it neither gives nor records at its current
+        default, so that the results file holds the budgets that ran (a recorded default is kept: a rerun of an old
+        results file scores as it did, whatever the defaults are now)."""
+        metrics = metric_registry()
+        added = tuple(
+            (metric, key, _tuples(parameter.default))
+            for metric in self.metrics
+            for key, parameter in inspect.signature(metrics.get(metric)).parameters.items()
+            if parameter.default is not inspect.Parameter.empty and key not in self.options_for(metric)
+        )
+        return replace(self, metric_defaults=self.metric_defaults + added) if added else self
 
     def with_helper_models(self, helper: str) -> RunSpec:
         """This spec with `helper` as the serving model (simulator, helper LM: the metric's `helper_option`) of
@@ -127,7 +148,8 @@ class RunSpec:
         added = tuple(
             (metric, option, helper)
             for metric in self.metrics
-            if (option := metrics.get(metric).helper_option) is not None and option not in self.options_for(metric)
+            if (option := metrics.get(metric).helper_option) is not None
+            and option not in self.given_options_for(metric)
         )
         return replace(self, metric_options=self.metric_options + added) if added else self
 
@@ -197,6 +219,11 @@ class RunSpec:
         if unknown:
             raise ValueError(f"run_spec has unknown fields: {', '.join(sorted(unknown))}")
         values = {key: _tuples(value) for key, value in data.items()}
+        canonical = metric_registry().canonical
+        if "metrics" in values:
+            values["metrics"] = tuple(canonical(name) for name in values["metrics"])
+        for key in ("metric_options", "metric_defaults"):
+            values[key] = tuple((canonical(name), option, value) for name, option, value in values.get(key, ()))
         values["editor_statistics"] = tuple(dict(record) for record in data.get("editor_statistics", ()))
         if values.get("model_identity") is not None:
             values["model_identity"] = ModelIdentity(**data["model_identity"])

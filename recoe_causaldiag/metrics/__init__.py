@@ -9,4 +9,9 @@ from ..api import METRICS, Instance, Metric, VariantScores
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
 
+LEGACY_NAMES = {"random": "random_baseline"}
+"""Former metric names that results files may hold, and the metric each now names."""
+for _old, _name in LEGACY_NAMES.items():
+    METRICS.alias(_old, _name)
+
 __all__ = ["METRICS", "Instance", "Metric", "VariantScores"]

@@ -37,7 +37,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from captum.attr import ShapleyValueSampling
 from scipy.spatial import distance
 from tqdm.auto import tqdm
 
@@ -199,6 +198,12 @@ class Attribution:
         return self._run()
 
     def _run(self) -> np.ndarray:
+        try:
+            from captum.attr import ShapleyValueSampling
+        except ImportError:
+            raise ImportError(
+                "CC-SHAP estimates Shapley values with captum: pip install 'recoe-causaldiag[attribution]'"
+            ) from None
         lay = self.forward.layout
         sampler = ShapleyValueSampling(self.forward)
         if self.estimator == "antithetic":

@@ -1,5 +1,6 @@
-"""The random sanity reference (not a faithfulness metric): a seeded uniform score whose diagnosticity should sit
-at chance (0.5) on every task. It calls no model.
+"""The random baseline, a sanity reference (not a faithfulness metric): a seeded uniform score whose diagnosticity
+should sit at chance (0.5) on every task. It calls no model. (Formerly `random`: a module `random.py` in an `evaluate`
+Space shadows Python's standard library; the old name still resolves, `metrics.LEGACY_NAMES`.)
 """
 
 from __future__ import annotations
@@ -20,15 +21,15 @@ def instance_key(instance: Instance) -> int:
 
 
 @register_metric
-class Random(Metric):
+class RandomBaseline(Metric):
     """A uniform random score in [0, 1), reproducible from the seed and the instance's text."""
 
-    name = "random"
+    name = "random_baseline"
     explanation_type = "reference"
     description = "sanity reference: uniform random score, seeded by the instance text (chance diagnosticity 0.5)"
-    title = "Random (sanity reference)"
+    title = "Random baseline (sanity reference)"
     long_description = (
-        "Random (a sanity reference, not a faithfulness metric): a uniform random score in [0, 1), "
+        "Random baseline (a sanity reference, not a faithfulness metric): a uniform random score in [0, 1), "
         "reproducible from `seed` (int, default 0) and the text of each input; its causal "
         "diagnosticity should be 0.5 (chance). `model` is ignored."
     )
