@@ -1,11 +1,12 @@
-"""Writing a run's results: the JSON document, a Markdown table and a plot with 95% CI error bars; and how
-estimates are shown anywhere (the one number format, the one CI bar chart)."""
+"""Writing a run's results: the JSON document, a Markdown table and a figure of every estimate with its 95% CI; and
+how estimates are shown anywhere (the one number format, the one CI chart)."""
 
 from __future__ import annotations
 
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ def markdown_table(doc: Mapping[str, Any]) -> str:
     if caveat(model):
         lines += [f"> {caveat(model)}", ""]
     lines += _diagnosticity_section(doc) + [""] + _reliability_section(doc) + [""] + _accuracy_section(doc)
-    lines += _edit_quality_section(doc) + _generation_section(doc)
+    lines += _edit_quality_section(doc) + _generation_section(doc) + ["", FIGURE_CAPTION]
     return "\n".join(lines) + "\n"
 
 
@@ -191,93 +192,154 @@ def headline(entry: Mapping[str, Any]) -> tuple[str, float | None, float | None,
     return "D", entry["diagnosticity"], entry["ci_low"], entry["ci_high"], entry.get("p_adjusted")
 
 
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
+"""The Okabe–Ito palette, told apart under every common colour-vision deficiency (yellow last: faint on white)."""
+FIGURE_DPI = 300
+
+
 def _plot_label(entry: Mapping[str, Any]) -> str:
-    """'task · metric · variant · D_sym ▲ · coverage 0.95': the headline figure's name, its direction marker where
-    it is significant, the coverage "n/a" where the entry does not record it."""
+    """'task · metric · variant · D_sym ▲ · coverage 0.95 (n 38/40)': the headline figure's name, its direction
+    marker where it is significant, the coverage ("n/a" where the entry does not record it) and the scored pairs."""
     name, value, _, _, p_adjusted = headline(entry)
     marker = direction_marker(value, p_adjusted)
     return (
         f"{entry['task']} · {entry['metric']} · {entry['variant']} · {name}{' ' + marker if marker else ''} · "
-        f"coverage {format_number(entry.get('coverage'), '.2f')}"
+        f"coverage {format_number(entry.get('coverage'), '.2f')} (n {entry['n_valid']}/{entry['n']})"
     )
 
 
-def _bars(doc: Mapping[str, Any]) -> list[tuple[str, str, float, float, float]]:
-    """(label, colour group, value, CI low, CI high) of every headline diagnosticity and edit reliability with a
-    value."""
-    bars = [(_plot_label(r), r["metric"], *headline(r)[1:4]) for r in doc["results"]]
-    bars += [
-        (f"{e['task']} · edit reliability", "edit reliability", e["value"], e["ci_low"], e["ci_high"])
+def _missing(value: float | None) -> bool:
+    return value is None or math.isnan(value)
+
+
+def _bars(doc: Mapping[str, Any]) -> list[tuple[str, str, float | None, float | None, float | None]]:
+    """(label, colour group, value, CI low, CI high) of every headline diagnosticity, in the results' order; a row
+    whose metric scored no pair has no value (drawn as such, never dropped)."""
+    return [(_plot_label(r), r["metric"], *headline(r)[1:4]) for r in doc["results"]]
+
+
+def _control_bars(doc: Mapping[str, Any]) -> list[tuple[str, float | None, float | None, float | None]]:
+    """(label, value, CI low, CI high) of the model-side controls: edit reliability, then task accuracy direct and
+    CoT, per task."""
+    rows = [
+        (f"{e['task']} · edit reliability (n {e['n']})", e["value"], e["ci_low"], e["ci_high"])
         for e in doc["edit_reliability"]
     ]
-    return [b for b in bars if b[2] is not None and not math.isnan(b[2])]
+    rows += [
+        (f"{a['task']} · accuracy, {form} (n {a.get(f'{key}_n')})", a[key], a[f"{key}_ci_low"], a[f"{key}_ci_high"])
+        for a in doc.get("accuracy") or []
+        for key, form in (("direct", "direct"), ("cot", "CoT"))
+    ]
+    return rows
 
 
-def ci_bar_chart(
-    bars: Sequence[tuple[str, float, float, float]],
-    colors: str | Sequence[str],
-    xlabel: str,
-    *,
-    bar_height: float,
-    title: str | None = None,
-) -> Any:
-    """A matplotlib figure of horizontal bars (label, value, CI low, CI high), top to bottom, with their CIs as
-    error bars on [0, 1] and chance (0.5) as a dashed line."""
+@dataclass(frozen=True)
+class Panel:
+    """One panel of a CI chart: rows (label, value, CI low, CI high) top to bottom, their colours, the x-axis
+    label."""
+
+    rows: Sequence[tuple[str, float | None, float | None, float | None]]
+    colors: str | Sequence[str]
+    xlabel: str
+
+
+def ci_chart(panels: Sequence[Panel], *, row_height: float = 0.24, title: str | None = None) -> Any:
+    """A matplotlib figure of estimates with their 95% CIs, one panel under the other: each row a dot at its value
+    with its CI as whiskers, on [0, 1] with chance (0.5) dashed; a row without a value reads "no scored pairs" at
+    0.5. The axis runs a little past 0 and 1, so a CI that reaches either end shows its cap."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 1.4 + bar_height * max(len(bars), 1)))
-    ax.barh(
-        range(len(bars)),
-        [b[1] for b in bars],
-        color=colors,
-        alpha=0.85,
-        capsize=2,
-        xerr=[[b[1] - b[2] for b in bars], [b[3] - b[1] for b in bars]],
+    heights = [max(len(panel.rows), 1) for panel in panels]
+    fig, axes = plt.subplots(
+        len(panels),
+        1,
+        figsize=(9, 0.9 * len(panels) + 0.4 + row_height * sum(heights)),
+        gridspec_kw={"height_ratios": heights},
+        squeeze=False,
     )
-    ax.axvline(0.5, color="black", linestyle="--", linewidth=1)
-    ax.set_yticks(range(len(bars)), [b[0] for b in bars], fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1)
-    ax.set_xlabel(xlabel)
+    for ax, panel in zip(axes[:, 0], panels):
+        colors = [panel.colors] * len(panel.rows) if isinstance(panel.colors, str) else list(panel.colors)
+        for y, ((_, value, low, high), color) in enumerate(zip(panel.rows, colors)):
+            if _missing(value):
+                ax.text(0.5, y, "no scored pairs", ha="center", va="center", fontsize=7, color="0.35", style="italic")
+                continue
+            whiskers = None if _missing(low) or _missing(high) else [[value - low], [high - value]]
+            ax.errorbar(value, y, xerr=whiskers, fmt="o", color=color, markersize=4, elinewidth=1.2, capsize=2.5)
+        ax.axvline(0.5, color="0.2", linestyle="--", linewidth=0.8, zorder=0)
+        ax.set_yticks(range(len(panel.rows)), [row[0] for row in panel.rows], fontsize=7)
+        ax.set_ylim(max(len(panel.rows), 1) - 0.5, -0.5)
+        ax.set_xlim(-0.03, 1.03)
+        ax.set_xticks([0, 0.25, 0.5, 0.75, 1])
+        ax.grid(axis="x", color="0.9", linewidth=0.6)
+        ax.set_axisbelow(True)
+        ax.set_xlabel(panel.xlabel, fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
     if title is not None:
-        ax.set_title(title, fontsize=9)
+        axes[0, 0].set_title(title, fontsize=9)
     fig.tight_layout()
     plt.close(fig)
     return fig
 
 
-def plot(doc: Mapping[str, Any], path: Path) -> None:
-    """Horizontal bars with 95% CIs: the headline diagnosticity per metric variant (D_sym where the roles were
-    swapped, else D; labelled with its direction marker and coverage) and edit reliability per task; the dashed line
-    is chance (0.5)."""
+def save_figure(fig: Any, path: Path) -> tuple[Path, Path]:
+    """The figure as `path` (PNG, 300 dpi) and beside it as a PDF (vector, for a paper); returns both paths."""
+    path = Path(path)
+    fig.savefig(path, dpi=FIGURE_DPI)
+    vector = path.with_suffix(".pdf")
+    fig.savefig(vector)
+    return path, vector
+
+
+def run_figure(doc: Mapping[str, Any]) -> Any:
+    """The run's figure: the headline diagnosticity of every metric variant (D_sym where the roles were swapped,
+    else D; direction marker, coverage and n in its label; "no scored pairs" where the metric scored none), and
+    below it the model-side controls (edit reliability, task accuracy), each with its 95% CI around chance. The
+    model's caveat belongs to the caption (the Markdown), not the figure."""
     bars = _bars(doc)
     palette: dict[str, str] = {}
     for _, group, *_ in bars:
-        palette.setdefault(group, f"C{len(palette)}")
-    model = doc["model"]["name"]
-    title = f"{model} · {doc['editor']} · {doc['explanations']} explanations"
-    fig = ci_bar_chart(
-        [(label, value, low, high) for label, _, value, low, high in bars],
-        [palette[group] for _, group, *_ in bars],
-        f"diagnosticity D_sym (D where not swapped) / edit reliability (95% CI)\n"
-        f"dashed: chance; {ABOVE} / {BELOW}: above / below 0.5 (Holm)",
-        bar_height=0.28,
-        title=title + ("\n(tiny model: pipeline demonstration, not evidence about metrics)" if caveat(model) else ""),
-    )
-    fig.savefig(path, dpi=130)
+        palette.setdefault(group, OKABE_ITO[len(palette) % len(OKABE_ITO)])
+    panels = [
+        Panel(
+            [(label, value, low, high) for label, _, value, low, high in bars],
+            [palette[group] for _, group, *_ in bars],
+            f"causal diagnosticity, D_sym (D where not swapped), 95% CI\n"
+            f"dashed: chance; {ABOVE} / {BELOW}: above / below 0.5 (Holm p < {ALPHA})",
+        )
+    ]
+    controls = _control_bars(doc)
+    if controls:
+        panels.append(Panel(controls, OKABE_ITO[6], "edit reliability and task accuracy, 95% CI; dashed: chance"))
+    title = f"{doc['model']['name']} · {doc['editor']} · {doc['explanations']} explanations"
+    return ci_chart(panels, title=title)
 
 
-def write_results(doc: Mapping[str, Any], path: Path) -> tuple[Path, Path, Path]:
-    """Write FILE.json, FILE.md and FILE.png; return the three paths."""
+def plot(doc: Mapping[str, Any], path: Path) -> tuple[Path, Path]:
+    """The run's figure (`run_figure`) as `path` (PNG) and a PDF beside it."""
+    return save_figure(run_figure(doc), path)
+
+
+FIGURE_CAPTION = (
+    "Figure (the `.png` and `.pdf` beside this file): each dot is a metric variant's causal diagnosticity (D_sym "
+    "where the roles were swapped, else D) with its 95% CI as whiskers; the dashed line is chance (0.5); "
+    f"{ABOVE} / {BELOW} mark D significantly above / below 0.5 (Holm); n is the scored pairs of all pairs; a row "
+    "reading 'no scored pairs' is a metric that scored none. The lower panel holds the model-side controls, edit "
+    "reliability and task accuracy, on the same scale."
+)
+
+
+def write_results(doc: Mapping[str, Any], path: Path) -> tuple[Path, Path, Path, Path]:
+    """Write FILE.json, FILE.md, FILE.png and FILE.pdf; return the four paths."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     clean = without_nans(doc)
     path.write_text(json.dumps(clean, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     table = path.with_suffix(".md")
     table.write_text(markdown_table(clean), encoding="utf-8")
-    figure = path.with_suffix(".png")
-    plot(clean, figure)
-    return path, table, figure
+    figure, vector = plot(clean, path.with_suffix(".png"))
+    return path, table, figure, vector

@@ -20,7 +20,7 @@ from .api.run_spec import RunSpec
 from .artifact_probes import BAND, FAIL, PASS, TOO_FEW, Audit, audit_dataset, packaged_tokenizers
 from .dataset_building import task_dataset_dir
 from .hub_layout import load_pairs
-from .report import caveat, ci_bar_chart, format_number, write_results
+from .report import OKABE_ITO, Panel, caveat, ci_chart, format_number, save_figure, write_results
 from .runner import run
 from .task_pairs import default_data_dir, iter_task_pairs
 from .tasks import DATASETS, TASKS
@@ -191,20 +191,15 @@ class ValidityReport:
         lines += [f"| {c.task} | {c.what} | {_cell(c)} | {c.expected} | {c.mark} |" for c in checks]
         return "\n".join(lines + ["", *READING_GUIDE]) + "\n"
 
-    def plot(self, path: Path) -> None:
-        """Every judged figure with its 95% CI, coloured by whether it holds; dashed: 0.5."""
-        bars = [
-            (f"{c.task} · {c.what.split(':')[0]}", c.value, c.ci_low, c.ci_high)
-            for c in self.checks()
-            if not any(_missing(x) for x in (c.value, c.ci_low, c.ci_high))
-        ]
-        holds = [c.holds for c in self.checks() if not any(_missing(x) for x in (c.value, c.ci_low, c.ci_high))]
-        colours = ["tab:green" if h else "tab:red" if h is False else "tab:gray" for h in holds]
-        model = self.doc["model"]["name"]
-        title = f"validity · {model}" + ("\n(tiny model: pipeline demonstration)" if caveat(model) else "")
-        legend = "figure (95% CI); green: holds, red: does not, grey: inconclusive or not judged"
-        fig = ci_bar_chart(bars, colours, legend, bar_height=0.22, title=title)
-        fig.savefig(path, dpi=130)
+    def plot(self, path: Path) -> tuple[Path, Path]:
+        """Every judged figure with its 95% CI, coloured by whether it holds; dashed: 0.5. PNG and PDF; the model's
+        caveat is in the page, not the figure."""
+        judged = [c for c in self.checks() if not any(_missing(x) for x in (c.value, c.ci_low, c.ci_high))]
+        rows = [(f"{c.task} · {c.what.split(':')[0]}", c.value, c.ci_low, c.ci_high) for c in judged]
+        colours = [OKABE_ITO[2] if c.holds else OKABE_ITO[3] if c.holds is False else "0.5" for c in judged]
+        legend = "figure (95% CI); dashed: 0.5\ngreen: holds, vermilion: does not, grey: inconclusive or not judged"
+        title = f"validity · {self.doc['model']['name']}"
+        return save_figure(ci_chart([Panel(rows, colours, legend)], row_height=0.22, title=title), path)
 
 
 READING_GUIDE = (
@@ -252,12 +247,11 @@ def validity_report(spec: RunSpec, data_dir: Path | None = None, *, progress: bo
 
 
 def write_validity(report: ValidityReport, out: Path) -> tuple[Path, ...]:
-    """Write `out`/validity.md and validity.png, and the run behind them as `out`/results.{json,md,png} (whose
-    per-pair rows reproduce every figure). Returns the paths."""
+    """Write `out`/validity.md and validity.{png,pdf}, and the run behind them as `out`/results.{json,md,png,pdf}
+    (whose per-pair rows reproduce every figure). Returns the paths."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     results = write_results(report.doc, out / "results.json")
-    page, figure = out / "validity.md", out / "validity.png"
+    page = out / "validity.md"
     page.write_text(report.markdown(), encoding="utf-8")
-    report.plot(figure)
-    return (page, figure, *results)
+    return (page, *report.plot(out / "validity.png"), *results)

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from recoe_causaldiag.api.rows import PairScoreRow
 from recoe_causaldiag.leaderboard.board import compute_board
@@ -16,7 +17,7 @@ from recoe_causaldiag.leaderboard.export import board_document
 from recoe_causaldiag.leaderboard.queue import FinishedScore, JobQueue
 from recoe_causaldiag.leaderboard.render import board_table, cell
 from recoe_causaldiag.leaderboard.seed import seed_if_empty
-from recoe_causaldiag.report import _bars, markdown_table, write_results
+from recoe_causaldiag.report import _bars, markdown_table, plot, run_figure, write_results
 from recoe_causaldiag.runner import _direction_fields, _estimate_fields, with_adjusted_p_values
 from recoe_causaldiag.statistics import ABOVE, BELOW, diagnosticity_from_d, holm
 
@@ -84,10 +85,41 @@ def test_table_and_plot_show_direction_coverage_and_the_three_p_values(tmp_path)
     assert "| p (sign) | p (Holm) | p (t-test) |" in table and "half a win and half a loss" in table
     assert "fewer than 20" in table and "`*`" not in table
     labels = [label for label, *_ in _bars(document(results))]
-    assert labels[0] == f"factcheck · above · v · D {ABOVE} · coverage 0.88" and labels[2].endswith("D · coverage 1.00")
-    json_path, _, figure = write_results(document(results), tmp_path / "r.json")
+    assert labels[0] == f"factcheck · above · v · D {ABOVE} · coverage 0.88 (n 35/40)"
+    assert labels[2].endswith("D · coverage 1.00 (n 40/40)")
+    json_path, _, figure, vector = write_results(document(results), tmp_path / "r.json")
     assert json.loads(json_path.read_text())["results"][0]["p_adjusted"] == above["p_adjusted"]
-    assert figure.stat().st_size > 0
+    assert figure.stat().st_size > 0 and vector.read_bytes()[:5] == b"%PDF-"
+
+
+def test_the_figure_is_dots_and_whiskers_around_chance_with_empty_rows_and_controls_in_their_own_panel(tmp_path):
+    """A metric that scored no pair keeps its row ("no scored pairs"); edit reliability and accuracy get the lower
+    panel; a CI that reaches 1 keeps its cap inside the axis; PNG at 300 dpi and a PDF; the caveat is not drawn."""
+    results = with_adjusted_p_values(
+        [result_entry("factcheck", "perfect", [1.0] * 40), result_entry("factcheck", "silent", [NAN] * 40)]
+    )
+    doc = document(results) | {
+        "model": {"name": "smollm2-135m-instruct", "revision": "r", "dtype": "float32", "device": "cpu"},
+        "accuracy": [
+            {"task": "factcheck", "direct": 0.6, "direct_ci_low": 0.45, "direct_ci_high": 0.73, "direct_n": 40}
+            | {"cot": 0.7, "cot_ci_low": 0.55, "cot_ci_high": 0.82, "cot_n": 40}
+        ],
+    }
+    figure, vector = plot(doc, tmp_path / "r.png")
+    top, bottom = run_figure(doc).axes
+    assert [t.get_text() for t in top.get_yticklabels()][1].startswith("factcheck · silent · v · D · coverage 0.00")
+    assert "no scored pairs" in [t.get_text() for t in top.texts]
+    assert [t.get_text() for t in bottom.get_yticklabels()] == [
+        "factcheck · edit reliability (n 40)",
+        "factcheck · accuracy, direct (n 40)",
+        "factcheck · accuracy, CoT (n 40)",
+    ]
+    assert top.get_xlim()[1] > 1 and top.get_xlim()[0] < 0 and not top.patches, "dots, not bars from 0"
+    assert "tiny model" not in (top.get_title() + bottom.get_title())
+    with Image.open(figure) as image:
+        assert round(image.info["dpi"][0]) == 300
+    assert vector.read_bytes()[:5] == b"%PDF-"
+    assert "no scored pairs" in markdown_table(doc) and "tiny model" in markdown_table(doc)
 
 
 def test_the_plot_shows_d_sym_where_roles_were_swapped():
@@ -118,7 +150,7 @@ def test_a_schema_1_0_results_file_shows_its_missing_columns_as_n_a(tmp_path):
     # D_sym, CI | D (no marker: the file holds no adjusted p), CI | p (sign) | p (Holm), p (t-test) | D_swap ... |
     assert cells[3:5] == ["n/a", "[n/a, n/a]"] and cells[5] == "1.000"
     assert cells[7:10] == ["<0.001", "n/a", "n/a"] and cells[-1] == "n/a (3 / 4)"
-    assert [label for label, *_ in _bars(doc)][0] == "factcheck · random_baseline · binary · D · coverage n/a"
+    assert [label for label, *_ in _bars(doc)][0] == "factcheck · random_baseline · binary · D · coverage n/a (n 3/4)"
     write_results(doc, tmp_path / "old.json")
 
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..report import ci_bar_chart, format_number
+from ..report import OKABE_ITO, Panel, ci_chart, format_number
 from ..statistics import ABOVE, ALPHA, BELOW, MIN_N_VALID
 from .board import Board, BoardRow, InvalidRow
 from .integrity import public_model_name
@@ -157,12 +157,8 @@ def board_figure(board: Board, rows: Sequence[BoardRow]) -> Any:
         if not math.isnan(e.value)
     ]
     with matplotlib.rc_context({"text.usetex": False}):
-        return ci_bar_chart(
-            bars,
-            "C0",
-            f"causal diagnosticity D (95% CI); dashed: chance; {ABOVE} / {BELOW}: Holm p < {ALPHA}",
-            bar_height=0.3,
-        )
+        xlabel = f"causal diagnosticity D (95% CI)\ndashed: chance; {ABOVE} / {BELOW}: Holm p < {ALPHA}"
+        return ci_chart([Panel(bars, OKABE_ITO[0], xlabel)], row_height=0.3)
 
 
 def queue_table(jobs: Sequence[Job]) -> list[list[Any]]:
