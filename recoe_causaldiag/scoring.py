@@ -36,6 +36,7 @@ class ScoringEngine:
         editor: Editor = IN_CONTEXT,
         batch_size: int = 32,
         max_batch_tokens: int = 8192,
+        max_logit_tokens: int = 1024,
         progress: bool = True,
     ) -> None:
         if batch_size < 1:
@@ -43,6 +44,9 @@ class ScoringEngine:
         self.lm, self.editor = lm, editor
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
+        # Continuation tokens per batch when every position's logits are kept (log-probs, perplexity): a position
+        # holds a whole vocabulary of logits (49,152 floats for SmolLM2), so 8,192 of them would take 1.6 GB.
+        self.max_logit_tokens = max_logit_tokens
         self.progress = progress
         self._prefix_ids: dict[str, tuple[int, ...]] = {}
         self._label_memo: dict[tuple[Encoded, tuple[int, ...]], np.ndarray] = {}
@@ -137,14 +141,14 @@ class ScoringEngine:
                 yield index, logits[row, logits.shape[1] - len(encoded[index].continuation) :]
 
     def _windows(
-        self, encoded: Sequence[Encoded], members: Sequence[int]
+        self, encoded: Sequence[Encoded], members: Sequence[int], token_limit: int
     ) -> Iterator[tuple[list[tuple[int, ...]], list[list[int]]]]:
         """The requests `members` (indices into `encoded`) as groups of at most `batch_size` distinct prefixes,
         each with its requests split into batches.
 
         Within a window, requests are ordered by continuation-length bucket (powers of two), so short
         variants are not padded to the length of long ones; a batch holds at most `batch_size`
-        requests and `max_batch_tokens` continuation tokens (padding included)."""
+        requests and `token_limit` continuation tokens (padding included)."""
         groups: dict[tuple[int, ...], list[int]] = {}
         for index in members:
             groups.setdefault(encoded[index].prefix, []).append(index)
@@ -163,7 +167,7 @@ class ScoringEngine:
                     last
                     and len(last) < self.batch_size
                     and len(encoded[last[0]].continuation).bit_length() == bucket
-                    and max(length, len(encoded[last[0]].continuation)) * (len(last) + 1) <= self.max_batch_tokens
+                    and max(length, len(encoded[last[0]].continuation)) * (len(last) + 1) <= token_limit
                 )
                 if fits:
                     last.append(index)
@@ -180,7 +184,8 @@ class ScoringEngine:
         `keep_all`)."""
         lm, device = self.lm, self.lm.device
         bar = tqdm(total=len(encoded), desc=desc, unit="prompt", disable=not self.progress, leave=False)
-        windows = (window for _, members in self.by_state(encoded) for window in self._windows(encoded, members))
+        limit = min(self.max_batch_tokens, self.max_logit_tokens) if keep_all else self.max_batch_tokens
+        windows = (window for _, members in self.by_state(encoded) for window in self._windows(encoded, members, limit))
         for window, batches in windows:
             rows = {prefix: row for row, prefix in enumerate(window)}
             ids, prefix_mask = left_pad(window, lm.pad_token_id, device)

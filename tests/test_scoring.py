@@ -80,6 +80,33 @@ def test_continuation_logprobs_match_a_full_forward(default_lm, factcheck_pairs)
     np.testing.assert_allclose(ppl, [np.exp(-lp.mean()) for lp in got])
 
 
+def test_passes_that_keep_every_positions_logits_hold_at_most_max_logit_tokens(default_lm, factcheck_pairs):
+    """A log-prob pass keeps a vocabulary of logits per continuation token, so its batches are bounded by
+    `max_logit_tokens` (memory), while label passes keep `max_batch_tokens`; the log-probs do not change."""
+    prompts_ = [
+        prompts.cot_explanation(p.edits, p.question, e)
+        for p in factcheck_pairs[:4]
+        for e in (p.explanation_faithful, p.explanation_unfaithful)
+    ]
+    shapes = []
+    forward = default_lm.model.forward
+
+    def recording(*args, **kwargs):
+        if kwargs.get("past_key_values") is not None:
+            shapes.append(tuple(kwargs["input_ids"].shape))
+        return forward(*args, **kwargs)
+
+    wide = ScoringEngine(default_lm, progress=False).continuation_logprobs(prompts_)
+    default_lm.model.forward = recording
+    try:
+        narrow = ScoringEngine(default_lm, max_logit_tokens=48, progress=False).continuation_logprobs(prompts_)
+    finally:
+        default_lm.model.forward = forward
+    assert len(shapes) > 1 and all(rows * width <= 48 or rows == 1 for rows, width in shapes)
+    for a, b in zip(wide, narrow, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+
+
 def test_greedy_generation_is_deterministic(default_lm, factcheck_pairs):
     engine = ScoringEngine(default_lm, batch_size=4, progress=False)
     requests = [prompts.cot_generation(p.edits, p.question) for p in factcheck_pairs[:3]]
