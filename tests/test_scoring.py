@@ -104,7 +104,7 @@ def test_passes_that_keep_every_positions_logits_hold_at_most_max_logit_tokens(d
         default_lm.model.forward = forward
     assert len(shapes) > 1 and all(rows * width <= 48 or rows == 1 for rows, width in shapes)
     for a, b in zip(wide, narrow, strict=True):
-        np.testing.assert_allclose(a, b, atol=1e-5)
+        np.testing.assert_allclose(a, b, atol=1e-4)  # fp32 sums over other batch shapes
 
 
 def test_greedy_generation_is_deterministic(default_lm, factcheck_pairs):
