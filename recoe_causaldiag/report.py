@@ -199,12 +199,13 @@ FIGURE_DPI = 300
 
 def _plot_label(entry: Mapping[str, Any]) -> str:
     """'task · metric · variant · D_sym ▲ · coverage 0.95 (n 38/40)': the headline figure's name, its direction
-    marker where it is significant, the coverage ("n/a" where the entry does not record it) and the scored pairs."""
+    marker where it is significant, and its coverage ("n/a" where the entry does not record it) and scored pairs."""
     name, value, _, _, p_adjusted = headline(entry)
     marker = direction_marker(value, p_adjusted)
+    of = "d_sym_" if name == "D_sym" else ""
     return (
         f"{entry['task']} · {entry['metric']} · {entry['variant']} · {name}{' ' + marker if marker else ''} · "
-        f"coverage {format_number(entry.get('coverage'), '.2f')} (n {entry['n_valid']}/{entry['n']})"
+        f"coverage {format_number(entry.get(f'{of}coverage'), '.2f')} (n {entry[f'{of}n_valid']}/{entry[f'{of}n']})"
     )
 
 

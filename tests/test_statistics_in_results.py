@@ -123,9 +123,11 @@ def test_the_figure_is_dots_and_whiskers_around_chance_with_empty_rows_and_contr
 
 
 def test_the_plot_shows_d_sym_where_roles_were_swapped():
-    swapped = result_entry("factcheck", "template", [1.0] * 40, d_swap=[0.0] * 40)
+    """The dot is D_sym, and so are the coverage and n in its label (the swapped direction left 10 pairs unscored)."""
+    swapped = result_entry("factcheck", "template", [1.0] * 40, d_swap=[0.0] * 30 + [NAN] * 10)
     (label, _, value, low, high), *_ = _bars(document(with_adjusted_p_values([swapped])))
     assert label.startswith("factcheck · template · v · D_sym ·") and value == 0.5 and low < 0.5 < high
+    assert label.endswith("coverage 0.75 (n 30/40)")
 
 
 OLD_RESULT = {
