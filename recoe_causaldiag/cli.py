@@ -245,11 +245,14 @@ def _publish_metrics(args: argparse.Namespace) -> int:
 
 
 def _install_modules(args: argparse.Namespace) -> int:
-    from .hub_modules import evaluate_metrics_cache, install_hub_modules
+    from .hub_modules import HUB_ORGANISATION, evaluate_metrics_cache, install_hub_modules
 
     installed = install_hub_modules()
     print(f"{len(installed)} evaluate modules in {evaluate_metrics_cache()}; load each from any folder with")
-    print(f'evaluate.load("{installed[0].split("/")[0]}/<name>"): ' + ", ".join(i.split("/")[1] for i in installed))
+    print(
+        f'evaluate.load("{HUB_ORGANISATION}/<name>"): '
+        + ", ".join(i.removeprefix(f"{HUB_ORGANISATION}/") for i in installed)
+    )
     return 0
 
 

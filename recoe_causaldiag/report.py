@@ -22,7 +22,7 @@ TINY_MODELS = ("smollm2-135m-instruct", "gemma-3-270m")
 
 def format_number(value: float | None, spec: str = ".3f") -> str:
     """A number for a table cell in the format `spec`; "n/a" when there is none (None or NaN)."""
-    return "n/a" if value is None or math.isnan(value) else format(value, spec)
+    return "n/a" if is_missing(value) else format(value, spec)
 
 
 def format_p_value(value: float | None) -> str:
@@ -209,7 +209,8 @@ def _plot_label(entry: Mapping[str, Any]) -> str:
     )
 
 
-def _missing(value: float | None) -> bool:
+def is_missing(value: float | None) -> bool:
+    """Whether an estimate has no number (None, or NaN as computed)."""
     return value is None or math.isnan(value)
 
 
@@ -264,10 +265,10 @@ def ci_chart(panels: Sequence[Panel], *, row_height: float = 0.24, title: str | 
     for ax, panel in zip(axes[:, 0], panels):
         colors = [panel.colors] * len(panel.rows) if isinstance(panel.colors, str) else list(panel.colors)
         for y, ((_, value, low, high), color) in enumerate(zip(panel.rows, colors)):
-            if _missing(value):
+            if is_missing(value):
                 ax.text(0.5, y, "no scored pairs", ha="center", va="center", fontsize=7, color="0.35", style="italic")
                 continue
-            whiskers = None if _missing(low) or _missing(high) else [[value - low], [high - value]]
+            whiskers = None if is_missing(low) or is_missing(high) else [[value - low], [high - value]]
             ax.errorbar(value, y, xerr=whiskers, fmt="o", color=color, markersize=4, elinewidth=1.2, capsize=2.5)
         ax.axvline(0.5, color="0.2", linestyle="--", linewidth=0.8, zorder=0)
         ax.set_yticks(range(len(panel.rows)), [row[0] for row in panel.rows], fontsize=7)

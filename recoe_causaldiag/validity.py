@@ -20,7 +20,7 @@ from .api.run_spec import RunSpec
 from .artifact_probes import BAND, FAIL, PASS, TOO_FEW, Audit, audit_dataset, packaged_tokenizers
 from .dataset_building import task_dataset_dir
 from .hub_layout import load_pairs
-from .report import OKABE_ITO, Panel, caveat, ci_chart, format_number, save_figure, write_results
+from .report import OKABE_ITO, Panel, caveat, ci_chart, format_number, is_missing, save_figure, write_results
 from .runner import run
 from .task_pairs import default_data_dir, iter_task_pairs
 from .tasks import DATASETS, TASKS
@@ -67,17 +67,13 @@ def at_least(level: float) -> Rule:
     return lambda value, low, high: value >= level
 
 
-def _missing(value: float | None) -> bool:
-    return value is None or math.isnan(value)
-
-
 def figure_check(task: str, what: str, entry: Mapping[str, Any], key: str, expected: str, rule: Rule) -> Check:
     """The figure `key` of a results entry with its CI (`ci_low`/`ci_high` for the entry's main value `value` or
     `diagnosticity`, else `<key>_ci_low`/`<key>_ci_high`), judged by `rule`."""
     main = key in ("value", "diagnosticity")
     low_key, high_key = ("ci_low", "ci_high") if main else (f"{key}_ci_low", f"{key}_ci_high")
     value, low, high = entry.get(key), entry.get(low_key), entry.get(high_key)
-    if any(_missing(x) for x in (value, low, high)):
+    if any(is_missing(x) for x in (value, low, high)):
         return Check(task, what, value, low, high, expected, None)
     holds = rule(value, low, high)
     return Check(task, what, value, low, high, expected, holds, inconclusive=holds is None)
@@ -102,7 +98,7 @@ def probe_check(audit: Audit, task: str) -> Check:
 
 def _headline(result: Mapping[str, Any]) -> tuple[str, str]:
     """(key, name) of a result's headline figure: D_sym where the roles were swapped, else D."""
-    return ("d_sym", "D_sym") if not _missing(result.get("d_sym")) else ("diagnosticity", "D")
+    return ("d_sym", "D_sym") if not is_missing(result.get("d_sym")) else ("diagnosticity", "D")
 
 
 def reference_checks(task: str, results: Sequence[Mapping[str, Any]]) -> list[Check]:
@@ -142,9 +138,9 @@ def task_checks(task: str, doc: Mapping[str, Any], audit: Audit | None, chance: 
 
 
 def _cell(check: Check) -> str:
-    if _missing(check.value):
+    if is_missing(check.value):
         return "n/a"
-    if _missing(check.ci_low) or _missing(check.ci_high):
+    if is_missing(check.ci_low) or is_missing(check.ci_high):
         return format_number(check.value)
     return f"{format_number(check.value)} [{format_number(check.ci_low)}, {format_number(check.ci_high)}]"
 
@@ -194,7 +190,7 @@ class ValidityReport:
     def plot(self, path: Path) -> tuple[Path, Path]:
         """Every judged figure with its 95% CI, coloured by whether it holds; dashed: 0.5. PNG and PDF; the model's
         caveat is in the page, not the figure."""
-        judged = [c for c in self.checks() if not any(_missing(x) for x in (c.value, c.ci_low, c.ci_high))]
+        judged = [c for c in self.checks() if not any(is_missing(x) for x in (c.value, c.ci_low, c.ci_high))]
         rows = [(f"{c.task} · {c.what.split(':')[0]}", c.value, c.ci_low, c.ci_high) for c in judged]
         colours = [OKABE_ITO[2] if c.holds else OKABE_ITO[3] if c.holds is False else "0.5" for c in judged]
         legend = "figure (95% CI); dashed: 0.5\ngreen: holds, vermilion: does not, grey: inconclusive or not judged"
