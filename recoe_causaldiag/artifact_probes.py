@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.metadata
 import json
 import math
 import re
@@ -279,17 +278,18 @@ def packaged_tokenizers() -> ProbeTokenizers:
     from transformers import AutoTokenizer
 
     from .models import PACKAGED_MODELS
+    from .split_gguf import ModelPackageError
 
     tokenizers, identities, skipped = {}, {}, {}
     for name in PACKAGED_MODELS:
         spec = PACKAGED_MODELS.get(name)
         try:
             folder = _tokenizer_folder(name)
-        except (ImportError, FileNotFoundError) as err:
+        except (ImportError, FileNotFoundError, ModelPackageError) as err:
             skipped[name] = f"not installed ({str(err).splitlines()[0]})"
             continue
         tokenizers[name] = AutoTokenizer.from_pretrained(folder)
-        identities[name] = f"{spec.package}=={importlib.metadata.version(spec.package)}"
+        identities[name] = spec.release()
     return ProbeTokenizers(tokenizers, identities, skipped)
 
 

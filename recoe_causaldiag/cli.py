@@ -256,6 +256,20 @@ def _install_modules(args: argparse.Namespace) -> int:
     return 0
 
 
+def _prepare_model(args: argparse.Namespace) -> int:
+    from .models import PACKAGED_MODELS, packaged_model_dir, verify_packaged_model
+
+    packaged = PACKAGED_MODELS.get(args.name)
+    gguf = packaged.locate_gguf()
+    intact = verify_packaged_model(args.name) if args.verify else None
+    folder = packaged_model_dir(args.name)
+    print(f"{args.name}: {packaged.release()}; GGUF {gguf}")
+    if intact is False:
+        print("the converted cache failed its sha256 check and was rebuilt")
+    print(f"converted cache {folder} (loads in float32 on CPU with about {packaged.memory_gb:.1f} GB)")
+    return 0
+
+
 def _worker(args: argparse.Namespace) -> int:
     import dataclasses
     import threading
@@ -421,7 +435,9 @@ def _ls(args: argparse.Namespace) -> int:
         print(f"  {name:<18} [{metric.explanation_type}] {metric.description}; {len(metric.variants)} variants")
     print("models (packaged, offline; any local folder or hub id also works):")
     for name in PACKAGED_MODELS:
-        print(f"  {name:<24} {PACKAGED_MODELS.get(name).description}")
+        packaged = PACKAGED_MODELS.get(name)
+        missing = "" if packaged.installed() else " [not installed]"
+        print(f"  {name:<28} {packaged.description}{missing}")
     return 0
 
 
@@ -539,6 +555,15 @@ def parser() -> argparse.ArgumentParser:
     )
     install.set_defaults(func=_install_modules)
 
+    prepare = sub.add_parser(
+        "prepare-model",
+        help="assemble, verify and convert a packaged model once (what its first load would do), e.g. after "
+        "`make setup-large`",
+    )
+    prepare.add_argument("name", help="a packaged model (see `causaldiag ls`)")
+    prepare.add_argument("--verify", action="store_true", help="also check every cached file against its sha256")
+    prepare.set_defaults(func=_prepare_model)
+
     worker = sub.add_parser("worker", help="run leaderboard jobs from a queue database (SQLite or PostgreSQL)")
     worker.add_argument("--db", required=True, help="queue URL, e.g. postgresql://user@host/db or sqlite:///FILE")
     worker.add_argument("--poll", type=float, default=2.0, help="seconds between polls of an empty queue")
@@ -604,12 +629,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .api.records import RecordError
     from .curated_sources import SourceError
     from .editors.weights import EditError
-    from .models import LabelTokenError
+    from .models import InsufficientMemoryError, LabelTokenError
     from .publish import PublishError
+    from .split_gguf import ModelPackageError
 
     try:
         return args.func(args)
-    except (UnknownNameError, UsageError, EditError) as err:
+    except (UnknownNameError, UsageError, EditError, ModelPackageError, InsufficientMemoryError) as err:
         print(f"causaldiag: error: {err}", file=sys.stderr)
         return 2
     except (

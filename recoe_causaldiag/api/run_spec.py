@@ -24,7 +24,7 @@ EDITORS = ("ice", "rome", "memit")
 """How the edits reach the model: told in context (ICE) or written into the weights (ROME, MEMIT; `editors`)."""
 EXPLANATION_SOURCES = ("synthetic", "generated")
 PRECISIONS = ("auto", "float32", "float16", "bfloat16")
-"""`auto`: float16 on CUDA, float32 otherwise."""
+"""`auto`: bfloat16 on CUDA, float32 otherwise."""
 
 
 @dataclass(frozen=True)

