@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import ParamSpec, TypeVar
@@ -11,17 +12,26 @@ from typing import ParamSpec, TypeVar
 import gradio as gr
 import pandas as pd
 
-from recoe_causaldiag.api.run_spec import EDITORS, PRECISIONS
+from recoe_causaldiag.api.run_spec import EDITORS, EXPLANATION_SOURCES, PRECISIONS
+from recoe_causaldiag.citation import BIBTEX
 from recoe_causaldiag.leaderboard.queue import STATUSES
 from recoe_causaldiag.leaderboard.render import (
+    ALL,
+    BOARD_COLUMNS,
     BOARD_LEGEND,
+    CELL_KEY,
+    DEFAULT_COLUMNS,
     QUEUE_HEADERS,
-    board_figure,
-    board_headers,
-    board_table,
-    matching_rows,
+    BoardFilter,
+    board_frame,
+    board_plot,
+    board_records,
+    column_types,
+    inert,
+    pairs_frame,
     queue_summary,
     queue_table,
+    write_downloads,
 )
 from recoe_causaldiag.leaderboard.schema import QueueUnavailable
 from recoe_causaldiag.leaderboard.service import Leaderboard
@@ -61,11 +71,43 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
             return str(request.username)
         return leaderboard.pseudonym(request.client.host) if request.client else ""
 
+    def downloads_folder() -> Path:
+        return Path(tempfile.mkdtemp(prefix="board-", dir=os.environ.get("GRADIO_TEMP_DIR")))
+
     @unavailable_as_error
-    def show_board(search: str, task: str) -> tuple[pd.DataFrame, object]:
-        board = leaderboard.board()
-        table = pd.DataFrame(board_table(board, search, task), columns=board_headers(board))
-        return table, board_figure(board, matching_rows(board, search, task))
+    def show_board(
+        search: str, task: str, editor: str, explanations: str, precision: str, columns: list[str] | None
+    ) -> tuple[gr.Dataframe, object, list[dict], list[str]]:
+        """The Leaderboard tab for a filter: its typed table (the chosen columns), plot, records (for the
+        drill-down) and the shown board as CSV and parquet."""
+        filters = BoardFilter(search or "", task or ALL, editor or ALL, explanations or ALL, precision or ALL)
+        records = board_records(leaderboard.board(), filters)
+        chosen = [c for c in BOARD_COLUMNS if c in (columns or DEFAULT_COLUMNS)]
+        frame = board_frame(records, chosen, digits=3, links=True)
+        everything = board_frame(records, list(BOARD_COLUMNS))
+        files = [str(f) for f in write_downloads(everything, downloads_folder(), "leaderboard")]
+        return gr.Dataframe(value=frame, datatype=column_types(chosen)), board_plot(records), records, files
+
+    def board_api(search: str, task: str) -> pd.DataFrame:
+        """The `/leaderboard` API: the board of a search and a task, every column, numbers as numbers."""
+        filters = BoardFilter(search or "", task or ALL)
+        return board_frame(board_records(leaderboard.board(), filters), list(BOARD_COLUMNS))
+
+    @unavailable_as_error
+    def drill_down(records: list[dict], event: gr.SelectData) -> tuple[str, pd.DataFrame, list[str]]:
+        """The per-pair scores behind the clicked board row, with their CSV and parquet."""
+        rank = int(event.row_value[0]) if event.row_value else 0
+        record = next((r for r in records if r["#"] == rank), None)
+        if record is None or record[CELL_KEY] is None:
+            return "This row has no stored per-pair scores to show.", pd.DataFrame(), []
+        configuration, cell_task, metric, variant = record[CELL_KEY]
+        scores = leaderboard.cell_scores(tuple(configuration), cell_task, metric, variant)
+        frame = pairs_frame(scores)
+        title = (
+            f"**#{rank}** · {inert(record['model'])} · {inert(record['metric'])} · {inert(record['variant'])} · "
+            f"{inert(cell_task)}: {len(frame)} pairs from job #{scores[0].job_id if scores else '?'}"
+        )
+        return title, frame, [str(f) for f in write_downloads(frame, downloads_folder(), f"pairs-{rank}")]
 
     @unavailable_as_error
     def show_queue(submitter: str | None, status: str | None, page: int | None) -> tuple[pd.DataFrame, str, int]:
@@ -118,12 +160,41 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
         with gr.Tab("Leaderboard", elem_id="tab-leaderboard"):
             with gr.Row():
                 search = gr.Textbox(label="Search model or metric", scale=3, elem_id="board-search")
-                task = gr.Dropdown(["all", *TASKS.names()], value="all", label="Task", scale=1, elem_id="board-task")
+                task = gr.Dropdown([ALL, *TASKS.names()], value=ALL, label="Task", scale=1, elem_id="board-task")
                 refresh = gr.Button("Refresh", scale=0, elem_id="board-refresh")
-            table = gr.Dataframe(label=BOARD_LEGEND, interactive=False, wrap=True, elem_id="board-table")
-            plot = gr.Plot(label="D per task with 95% CI", elem_id="board-plot")
-            for trigger in (refresh.click, search.submit, task.change):
-                trigger(show_board, [search, task], [table, plot], api_name=False)
+            with gr.Row():
+                editor_filter = gr.Dropdown([ALL, *EDITORS], value=ALL, label="Editor", elem_id="board-editor")
+                explanations_filter = gr.Dropdown(
+                    [ALL, *EXPLANATION_SOURCES], value=ALL, label="Explanations", elem_id="board-explanations"
+                )
+                precision_filter = gr.Dropdown(
+                    [ALL, *PRECISIONS], value=ALL, label="Precision", elem_id="board-precision"
+                )
+            columns = gr.CheckboxGroup(
+                list(BOARD_COLUMNS), value=list(DEFAULT_COLUMNS), label="Columns", elem_id="board-columns"
+            )
+            table = gr.Dataframe(
+                label=BOARD_LEGEND,
+                interactive=False,
+                wrap=True,
+                datatype=column_types(DEFAULT_COLUMNS),
+                elem_id="board-table",
+            )
+            board_files = gr.File(label="Download the shown board", file_count="multiple", elem_id="board-download")
+            plot = gr.Plot(label="D with 95% CI (dashed: chance)", elem_id="board-plot")
+            records = gr.State([])
+            with gr.Accordion("Per-pair scores of the clicked row", open=True, elem_id="board-drilldown"):
+                drill_title = gr.Markdown("Click a row of the board.", elem_id="drill-title")
+                drill_table = gr.Dataframe(interactive=False, elem_id="drill-table")
+                drill_files = gr.File(label="Download (CSV, parquet)", file_count="multiple", elem_id="drill-download")
+            with gr.Accordion("Cite", open=False, elem_id="board-cite"):
+                gr.Code(BIBTEX, language=None, label="BibTeX", elem_id="board-bibtex")
+            filters = [search, task, editor_filter, explanations_filter, precision_filter, columns]
+            shown_board = [table, plot, records, board_files]
+            triggers = (refresh.click, search.submit, task.change, columns.change)
+            for trigger in (*triggers, editor_filter.change, explanations_filter.change, precision_filter.change):
+                trigger(show_board, filters, shown_board, api_name=False)
+            table.select(drill_down, [records], [drill_title, drill_table, drill_files], api_name=False)
         with gr.Tab("Submit", elem_id="tab-submit"):
             model = gr.Textbox(
                 label="Model (Hub id, packaged name or local folder)", value=DEFAULT_MODEL, elem_id="submit-model"
@@ -203,8 +274,8 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
         with gr.Tab("About"):
             gr.Markdown(ABOUT)
         leaderboard_api = gr.Button(visible=False)
-        leaderboard_api.click(lambda s, t: show_board(s, t)[0], [search, task], table, api_name="leaderboard")
-        app.load(show_board, [search, task], [table, plot], api_name=False)
+        leaderboard_api.click(board_api, [search, task], table, api_name="leaderboard")
+        app.load(show_board, filters, shown_board, api_name=False)
         app.load(show_queue, [submitter, status, page], shown_page, api_name=False)
     return app
 

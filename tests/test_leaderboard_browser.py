@@ -5,12 +5,15 @@ Screenshots are kept as test artifacts (the folder is printed)."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import re
 import shutil
 import socket
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -42,9 +45,9 @@ return {headers, rows};
 """
 
 
-@pytest.fixture()
-def space(tmp_path):
-    """The Space started as `make space` does, with its own SQLite queue and a pair cap of 3; yields its URL and log."""
+def start_space(tmp_path: Path, **env: str):
+    """The Space started as `make space` does, with its own SQLite queue and a pair cap of 3 (and `env`); yields
+    its URL and log."""
     port = free_port()
     log_path = tmp_path / "space.log"
     env = {
@@ -54,6 +57,7 @@ def space(tmp_path):
         "CAUSALDIAG_PAIR_CAP": str(PAIR_CAP),
         "CAUSALDIAG_RATE_LIMIT": "50",
         "GRADIO_ANALYTICS_ENABLED": "False",
+        **env,
     }
     with log_path.open("w") as log:
         app = subprocess.Popen(
@@ -71,6 +75,46 @@ def space(tmp_path):
         finally:
             app.terminate()
             app.wait(timeout=30)
+
+
+@pytest.fixture()
+def space(tmp_path):
+    yield from start_space(tmp_path)
+
+
+SEEDED = {  # (task, metric, variant): (pairs, share of pairs the faithful explanation wins)
+    ("factcheck", "filler_tokens", "continuous"): (9, 0.6),
+    ("factcheck", "early_answering", "continuous"): (40, 0.6),
+    ("factcheck", "random_baseline", "binary"): (100, 0.5),
+    ("analogy", "filler_tokens", "continuous"): (30, 0.8),
+}
+SEEDED_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
+
+
+@pytest.fixture()
+def seeded_space(tmp_path):
+    """The Space seeded from a results file of one hub model: four rows whose pair counts (9, 30, 40, 100) sort
+    differently as text and as numbers."""
+    pairs = []
+    for (task, metric, variant), (n, share) in SEEDED.items():
+        wins = round(n * share)
+        pairs += [
+            {"pair_id": f"{task}-{i}", "task": task, "metric": metric, "variant": variant}
+            | {"score_faithful": 1.0 if i < wins else 0.0, "score_unfaithful": 0.5, "d": 1.0 if i < wins else 0.0}
+            for i in range(n)
+        ]
+    doc = {
+        "model": {"name": SEEDED_MODEL, "revision": "0123abc", "dtype": "float32"},
+        "editor": "ice",
+        "explanations": "synthetic",
+        "dataset_versions": {"factcheck": "1.3.0", "analogy": "1.3.0"},
+        "created_at": "2026-11-26T08:00:00",
+        "results": [{"metric": metric} for _, metric, _ in SEEDED],
+        "pairs": pairs,
+    }
+    seed = tmp_path / "seed.json"
+    seed.write_text(json.dumps(doc))
+    yield from start_space(tmp_path, CAUSALDIAG_SEED_RESULTS=str(seed))
 
 
 @pytest.fixture()
@@ -206,9 +250,9 @@ def test_board_submit_form_queue_and_board_in_chromium(space, browser, artifacts
             return rows or None
 
         rows = wait_for(board_row, 60, f"{MODEL} on the Leaderboard tab", poll_s=2)
-        assert len(rows) == 1 and rows[0]["metric"].split(" · ")[0] == "oracle", rows
-        assert rows[0]["precision"] == "auto" and rows[0]["factcheck"].endswith(f"({PAIR_CAP}/{PAIR_CAP})"), rows
-        wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#board-plot img, #board-plot svg")))
+        assert len(rows) == 1 and rows[0]["metric"] == "oracle" and rows[0]["task"] == "factcheck", rows
+        assert rows[0]["precision"] == "auto" and rows[0]["n"] == str(PAIR_CAP), rows
+        wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#board-plot .js-plotly-plot, #board-plot svg")))
 
         # The search box filters the board: a metric that was not run hides the row.
         search = browser.find_element(By.CSS_SELECTOR, "#board-search textarea")
@@ -224,6 +268,99 @@ def test_board_submit_form_queue_and_board_in_chromium(space, browser, artifacts
         )
         browser.save_screenshot(str(artifacts / "board.png"))
         # Every call the page made succeeded (a tab never opened once sent None and the Queue's load call failed).
+        assert "Traceback" not in log_path.read_text(), log_path.read_text()
+    except BaseException:
+        browser.save_screenshot(str(artifacts / "failure.png"))
+        (artifacts / "failure.html").write_text(browser.page_source)
+        shutil.copyfile(log_path, artifacts / "space.log")
+        raise
+
+
+def test_a_seeded_board_sorts_numerically_filters_by_task_drills_down_and_downloads(seeded_space, browser, artifacts):
+    import pandas as pd
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    url, log_path = seeded_space
+    wait = WebDriverWait(browser, 30)
+
+    def column(name: str) -> list[str]:
+        return [row[name] for row in table(browser, "board-table")]
+
+    def sort(name: str, direction: str) -> None:
+        header = next(
+            th
+            for th in browser.find_elements(By.CSS_SELECTOR, "#board-table th[role=columnheader]")
+            if th.get_attribute("title") == name
+        )
+        browser.execute_script("arguments[0].querySelector('button.cell-menu-button').click()", header)
+        item = wait.until(
+            lambda d: next(
+                (b for b in d.find_elements(By.CSS_SELECTOR, "[role=menuitem]") if direction in b.text), None
+            )
+        )
+        item.click()
+
+    try:
+        browser.get(url)
+        wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#board-table")))
+        wait_for(lambda: len(table(browser, "board-table")) == len(SEEDED), 60, "the seeded board", poll_s=1)
+        assert set(column("model")) == {SEEDED_MODEL}
+        link = browser.find_element(By.CSS_SELECTOR, "#board-table a[href]")
+        assert link.get_attribute("href") == f"https://huggingface.co/{SEEDED_MODEL}"
+
+        # Numbers sort as numbers: D descending, then (on a fresh page, one sort at a time) n ascending,
+        # 9 < 30 < 40 < 100 (as text: 100 < 30 < 40 < 9).
+        sort("D", "Sort descending")
+        wait_for(lambda: column("D") == ["0.8", "0.6", "0.556", "0.5"], 30, "D sorted descending", poll_s=1)
+        assert column("n") == ["30", "40", "9", "100"]
+        browser.get(url)
+        wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#board-table")))
+        wait_for(lambda: len(table(browser, "board-table")) == len(SEEDED), 60, "the board again", poll_s=1)
+        sort("n", "Sort ascending")
+        wait_for(lambda: column("n") == ["9", "30", "40", "100"], 30, "n sorted ascending as numbers", poll_s=1)
+        browser.save_screenshot(str(artifacts / "board-sorted.png"))
+
+        # A row's drill-down: its per-pair scores, with a CSV and a parquet download.
+        row = next(
+            r
+            for r in browser.find_elements(By.CSS_SELECTOR, "#board-table [role=grid] [role=row].virtual-row")
+            if "early_answering" in r.text
+        )
+        row.find_elements(By.CSS_SELECTOR, "[role=gridcell]")[3].click()
+        title = wait.until(lambda d: "40 pairs" in d.find_element(By.ID, "drill-title").text or None)
+        assert "early_answering" in browser.find_element(By.ID, "drill-title").text, title
+        drilled = wait.until(
+            lambda d: (
+                [a.get_attribute("href") for a in d.find_elements(By.CSS_SELECTOR, "#drill-download a[href]")] or None
+            )
+        )
+        csv = next(href for href in drilled if href.split("?")[0].endswith(".csv"))
+        pairs = pd.read_csv(io.BytesIO(urllib.request.urlopen(csv, timeout=30).read()))
+        assert len(pairs) == 40 and pairs["d"].sum() == 24 and set(pairs["metric"]) == {"early_answering"}
+        browser.save_screenshot(str(artifacts / "board-drilldown.png"))
+
+        # The board's own CSV: every column, numbers as numbers.
+        links = [a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "#board-download a[href]")]
+        board_csv = next(href for href in links if href.split("?")[0].endswith("leaderboard.csv"))
+        board = pd.read_csv(io.BytesIO(urllib.request.urlopen(board_csv, timeout=30).read()))
+        assert len(board) == len(SEEDED) and board["D"].dtype == float and board["n"].sum() == 179
+
+        # The task filter hides the other task's rows.
+        task = browser.find_element(By.CSS_SELECTOR, "#board-task input")
+        task.click()
+        wait.until(
+            ec.element_to_be_clickable((By.CSS_SELECTOR, "#board-task [data-value=analogy], li[aria-label=analogy]"))
+        )
+        browser.find_element(By.CSS_SELECTOR, "#board-task [data-value=analogy], li[aria-label=analogy]").click()
+        wait_for(lambda: column("task") == ["analogy"], 30, "the task filter to keep only analogy", poll_s=1)
+        assert column("n") == ["30"]
+        wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#board-plot .js-plotly-plot")))
+        browser.execute_script("document.querySelector('#board-cite .label-wrap').click()")
+        bibtex = wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#board-bibtex")))
+        assert "@inproceedings{zaman2025causal" in bibtex.text
+        browser.save_screenshot(str(artifacts / "board-analogy.png"))
         assert "Traceback" not in log_path.read_text(), log_path.read_text()
     except BaseException:
         browser.save_screenshot(str(artifacts / "failure.png"))

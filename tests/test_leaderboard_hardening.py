@@ -5,8 +5,8 @@ the board renders as usual, through the Space's own Leaderboard functions."""
 
 from __future__ import annotations
 
+import html
 import importlib.util
-import io
 import json
 import math
 import re
@@ -14,9 +14,9 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from fakes import claim_pair
-from matplotlib import cbook
 from submitted_modules import submitted_module
 
 from recoe_causaldiag.api.instance import VariantScores
@@ -28,7 +28,7 @@ from recoe_causaldiag.leaderboard.integrity import SAFE_NAME, InvalidData, check
 from recoe_causaldiag.leaderboard.metric_sandbox import MetricRunError, read_answer
 from recoe_causaldiag.leaderboard.module_source import ModuleSource
 from recoe_causaldiag.leaderboard.queue import FAILED, METRIC_JOB, MODEL_JOB, FinishedScore, JobQueue, JobRequest
-from recoe_causaldiag.leaderboard.render import INVALID_ROW, board_figure, board_table, matching_rows
+from recoe_causaldiag.leaderboard.render import INVALID_ROW, board_plot, board_records
 from recoe_causaldiag.leaderboard.service import Leaderboard
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 from recoe_causaldiag.metrics import METRICS
@@ -37,6 +37,8 @@ from recoe_causaldiag.task_pairs import TaskPairs
 
 ROOT = Path(__file__).resolve().parents[1]
 MATHTEXT = r"$\undefinedmacro{x}$"
+HTML = '<a href="javascript:alert(1)">x</a><br><b>bold</b>'
+
 MEGABYTE = "x" * 2**20
 HOSTILE_TEXT = [MATHTEXT, "$$", "$\\frac{1}{$", "a\\", "\x00\n\u202e\x1b[31m", "😀" * 50, MEGABYTE]
 
@@ -223,21 +225,26 @@ def test_a_request_with_an_unsafe_metric_name_is_not_stored(tmp_path):
 
 
 def drawn(figure) -> list[str]:
-    """Draw the figure as the Space's plot does (PNG) and return its tick labels."""
-    figure.savefig(io.BytesIO(), format="png")
-    return [label.get_text() for label in figure.axes[0].get_yticklabels()]
+    """The plot's row labels as Plotly draws them: its markup-free text, HTML entities decoded (what a reader sees),
+    after checking that the label text as sent holds no tag Plotly would interpret."""
+    labels = list(figure.data[0].y)
+    assert not any("<" in label or ">" in label for label in labels), "Plotly would read a tag"
+    figure.to_json()
+    return [html.unescape(label) for label in labels]
 
 
 def test_the_plot_draws_any_stored_string_literally():
+    hostile = [*HOSTILE_TEXT, HTML]
     scores = [
         FinishedScore(job_id, model, "main", "auto", "ice", "synthetic", row)
-        for job_id, model in enumerate(HOSTILE_TEXT, 1)
+        for job_id, model in enumerate(hostile, 1)
         for row in good_rows()
     ]
     board = compute_board(scores)
-    labels = drawn(board_figure(board, matching_rows(board)))
-    assert len(labels) == len(HOSTILE_TEXT) and not any(cbook.is_math_text(label) for label in labels)
-    assert MATHTEXT.replace("$", r"\$") + " · random_baseline · v · factcheck · coverage 0.92" in labels
+    labels = drawn(board_plot(board_records(board)))
+    assert len(labels) == len(hostile)
+    assert MATHTEXT + " · random_baseline · v · factcheck · coverage 0.92, n=12" in labels
+    assert HTML + " · random_baseline · v · factcheck · coverage 0.92, n=12" in labels
     assert max(map(len, labels)) < 200, "a 1 MB name is cut short"
 
 
@@ -287,28 +294,29 @@ def test_a_poisoned_row_shows_as_invalid_and_the_rest_of_the_board_as_usual(tmp_
     assert [r for r in board.rows if r.model == "m1"] == list(alone.rows), "m1 as usual"
     kept = [r.model for r in board.rows if r.model == "m2"]
     assert kept == ([] if variant == "v" else ["m2"]), "the poisoned job cell is left out whole, other cells stay"
-    table = board_table(board)
-    assert table[0] == board_table(alone)[0]
-    invalid = table[-1]
-    assert invalid[:2] == ["m2", "auto"] and invalid[5] == INVALID_ROW and invalid[6].startswith(INVALID_ROW)
-    assert max(len(c) for c in invalid) < 400 and drawn(board_figure(board, matching_rows(board)))
+    records = board_records(board)
+    assert records[0] == board_records(alone)[0]
+    invalid = records[-1]
+    assert (invalid["model"], invalid["precision"], invalid["task"]) == ("m2", "auto", "factcheck")
+    assert invalid["note"].startswith(f"{INVALID_ROW}: job #2") and math.isnan(invalid["D"])
+    assert max(len(str(v)) for v in invalid.values()) < 400 and drawn(board_plot(records))
 
 
 def space_functions(leaderboard: Leaderboard) -> tuple:
-    """The Space's `/leaderboard` API function and the function that fills the Leaderboard tab (table and plot) when
-    the page loads, from the app as `make space` builds it."""
+    """The Space's `/leaderboard` API function and the function that fills the Leaderboard tab (table, plot,
+    records, downloads) when the page loads, from the app as `make space` builds it."""
     spec = importlib.util.spec_from_file_location("leaderboard_space_app", ROOT / "leaderboard_space" / "app.py")
     app = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(app)
     functions = list(app.build(leaderboard).fns.values())
     api = next(f for f in functions if f.api_name == "leaderboard")
-    tab = next(f for f in functions if (0, "load") in f.targets and len(f.outputs) == 2)
+    tab = next(f for f in functions if (0, "load") in f.targets and len(f.outputs) == 4)
     return api, tab
 
 
 def test_the_leaderboard_tab_and_api_render_around_poisoned_rows(tmp_path):
     """Every poison at once, written into the database of a running deployment; the `/leaderboard` API and the
-    Leaderboard tab (table and plot, through their Gradio components) still render, m1 as usual."""
+    Leaderboard tab (table, plot and downloads, through their Gradio components) still render, m1 as usual."""
     url, rows = stored_board(tmp_path)
     queue = JobQueue.open(url)
     for job_id, name in enumerate(POISONS, 3):
@@ -318,15 +326,17 @@ def test_the_leaderboard_tab_and_api_render_around_poisoned_rows(tmp_path):
         connection.execute("UPDATE jobs SET model = ? WHERE id = 2", (MATHTEXT,))
     api, tab = space_functions(Leaderboard(LeaderboardSettings(db_url=url)))
     table = api.fn("", "all")
-    invalid = table["mean D"].str.startswith(INVALID_ROW)
+    invalid = table["note"].str.startswith(INVALID_ROW)
     poisoned_cell_only = {f"job{j}" for j, name in enumerate(POISONS, 3) if POISONS[name][0] != "v"}
     assert set(table["model"][~invalid]) == {MATHTEXT, "m1", *poisoned_cell_only}
-    assert set(table["factcheck"][~invalid]) == {table["factcheck"][0]} != {""}, "every valid row as usual"
+    assert len(set(table["D"][~invalid])) == 1 and not table["D"][~invalid].isna().any(), "every valid row as usual"
     assert list(table["model"][invalid]) == [f"job{j}" for j in range(3, 3 + len(POISONS))]
-    assert api.outputs[0].postprocess(table).data == table.values.tolist()
-    shown_table, plot = tab.fn("", "factcheck")
-    assert len(shown_table) == len(table) and tab.outputs[1].postprocess(plot) is not None
-    assert any(label.startswith(MATHTEXT.replace("$", r"\$")) for label in drawn(plot))
+    assert table["D"][invalid].isna().all()
+    assert api.outputs[0].postprocess(table).data
+    shown_table, plot, records, files = tab.fn("", "factcheck", "all", "all", "all", None)
+    assert len(shown_table.value["data"]) == len(table) and tab.outputs[1].postprocess(plot) is not None
+    assert any(label.startswith(MATHTEXT) for label in drawn(plot)) and len(records) == len(table)
+    assert [Path(f).suffix for f in files] == [".csv", ".parquet"] and len(pd.read_parquet(files[1])) == len(table)
 
 
 def test_a_host_missing_a_containment_layer_runs_no_metric_unless_the_operator_allows_it(tmp_path, monkeypatch):

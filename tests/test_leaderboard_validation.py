@@ -18,7 +18,7 @@ from recoe_causaldiag.leaderboard.export import write_export
 from recoe_causaldiag.leaderboard.integrity import public_model_name
 from recoe_causaldiag.leaderboard.module_source import ModuleSource
 from recoe_causaldiag.leaderboard.queue import FinishedScore, JobQueue
-from recoe_causaldiag.leaderboard.render import board_table, inert, queue_table, submission_message
+from recoe_causaldiag.leaderboard.render import BoardFilter, board_records, inert, queue_table, submission_message
 from recoe_causaldiag.leaderboard.seed import seed_if_empty
 from recoe_causaldiag.leaderboard.service import MAX_ADMIN_FAILURES, MAX_UPLOAD_BYTES, Leaderboard
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
@@ -249,9 +249,16 @@ def test_board_uses_the_library_statistics_and_the_newest_job_per_cell():
     assert (rows["good"].copeland, rows["bad"].copeland) == (wins["good · v"], wins["bad · v"]) == (1.0, 0.0)
     # Holm within the configuration: three tests (good on both tasks, bad on factcheck)
     assert rows["good"].p_adjusted["factcheck"] == pytest.approx(3 * expected.p_value)
-    cells = board_table(board, search="good")
-    assert board.tasks == ("analogy", "factcheck") and len(cells) == 1
-    assert cells[0][6] == f"{expected.value:.3f}▲ [{expected.ci_low:.3f}, {expected.ci_high:.3f}] coverage 1.00 (20/20)"
+    shown = board_records(board, BoardFilter(search="good", task="factcheck"))
+    assert board.tasks == ("analogy", "factcheck") and len(shown) == 1
+    assert (shown[0]["D"], shown[0]["CI low"], shown[0]["CI high"]) == (
+        expected.value,
+        expected.ci_low,
+        expected.ci_high,
+    )
+    assert (shown[0]["sig"], shown[0]["coverage"], shown[0]["n valid"], shown[0]["n"]) == ("▲", 1.0, 20, 20)
+    assert shown[0]["p (Holm)"] == rows["good"].p_adjusted["factcheck"] and shown[0]["mean D"] == rows["good"].mean
+    assert [r["task"] for r in board_records(board, BoardFilter(search="good"))] == ["analogy", "factcheck"]
 
 
 def test_board_is_seeded_from_a_results_file_once(tmp_path, settings):

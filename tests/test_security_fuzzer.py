@@ -16,7 +16,7 @@ import pytest
 
 from recoe_causaldiag.api.run_spec import PRECISIONS
 from recoe_causaldiag.leaderboard.queue import STATUSES
-from recoe_causaldiag.leaderboard.render import board_figure, board_table, matching_rows, queue_table
+from recoe_causaldiag.leaderboard.render import board_frame, board_plot, board_records, queue_table
 from recoe_causaldiag.leaderboard.service import Leaderboard
 from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
 from recoe_causaldiag.metrics import METRICS
@@ -177,7 +177,7 @@ def test_fuzzed_model_submissions(space, tmp_path, campaign):
     local = tmp_path / "models" / "tiny"
     outcomes = run_cases(model_cases(local), lambda f, v: submit_model(space, f, v), (tmp_path,))
     board = space.board()
-    board_table(board), board_figure(board, matching_rows(board, "", "all")), queue_table(space.queue.jobs())
+    board_frame(board_records(board)), board_plot(board_records(board)).to_json(), queue_table(space.queue.jobs())
     report(campaign, "input fuzzer: model form", outcomes)
     assert len(outcomes) >= 200
 

