@@ -20,6 +20,7 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     event,
+    inspect,
     make_url,
 )
 
@@ -177,9 +178,45 @@ def _sqlite_begin(database: DatabaseFile, read_timeout_s: float):
     return begin
 
 
+SCHEMA_REVISION = "0001"
+"""The newest migration in `migrations/versions/`: what `migrate` brings every database to."""
+PRE_MIGRATIONS_REVISION = "0001"
+"""The revision whose tables a database made before migrations existed holds (it is stamped with it)."""
+_MIGRATION_LOCK = 7_310_531_117
+"""PostgreSQL advisory lock held while migrating, so that processes opening one database at once migrate it once."""
+
+
+def schema_revision(connection: Connection) -> str | None:
+    """The migration revision a database is at; None for one that never ran a migration."""
+    if not inspect(connection).has_table("alembic_version"):
+        return None
+    return connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the database to `SCHEMA_REVISION` with the migrations in `migrations/` (Alembic): a new database gets
+    every table, one made before migrations existed is stamped with the revision its tables match, then upgraded.
+    One already at the newest revision costs one query."""
+    with engine.connect() as connection:
+        if schema_revision(connection) == SCHEMA_REVISION:
+            return
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
+    with engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
+        config.attributes["connection"] = connection
+        if schema_revision(connection) is None and inspect(connection).has_table("jobs"):
+            command.stamp(config, PRE_MIGRATIONS_REVISION)
+        command.upgrade(config, "head")
+
+
 def make_engine(url: str, read_timeout_s: float = 5.0) -> Engine:
-    """An engine for a SQLite or PostgreSQL URL, with the tables created if missing; a SQLite engine refuses every
-    transaction once its file is removed or replaced (`DatabaseFile`)."""
+    """An engine for a SQLite or PostgreSQL URL, its database migrated to the newest schema (`migrate`); a SQLite
+    engine refuses every transaction once its file is removed or replaced (`DatabaseFile`)."""
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
     engine = create_engine(url, pool_pre_ping=True)
@@ -191,5 +228,5 @@ def make_engine(url: str, read_timeout_s: float = 5.0) -> Engine:
         if not database or database == ":memory:":
             raise ValueError("the queue needs a SQLite file (an in-memory database is lost with its connection)")
         event.listen(engine, "begin", _sqlite_begin(DatabaseFile.of(Path(database).expanduser()), read_timeout_s))
-    metadata.create_all(engine)
+    migrate(engine)
     return engine
