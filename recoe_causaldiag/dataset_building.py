@@ -4,6 +4,7 @@ demand."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from importlib.resources import files
 from pathlib import Path
@@ -20,6 +21,7 @@ from .artifact_probes import (
     packaged_tokenizers,
     render_table,
 )
+from .citation import PAPER_BIBTEX
 from .hub_layout import MANIFEST, write_hub_dataset
 from .paths import locked
 from .tasks import DATASET_VERSION, DATASETS, RELEASE_DATE, TASKS
@@ -47,6 +49,27 @@ def probe_section(audit: Audit, gate: str) -> str:
             gate,
         )
     )
+
+
+CARD_USES = """- **Intended use:** measuring how *diagnostic* a faithfulness metric for natural-language explanations
+  is: score both explanations of every pair with the metric, the model's knowledge edited as `edits` (in context or
+  in its weights), and count how often the faithful one scores higher (`causaldiag run`, or the `evaluate` modules
+  `causal-diagnosticity/<metric>` and `causal-diagnosticity/diagnosticity`). Run the swapped-roles control
+  (`counter_edits` in context, roles exchanged) and the artifact probes before trusting a number.
+- **Out of scope:** the edited facts and explanations are counterfactual by construction; they are not knowledge,
+  not training data for factual models and not a test of a model's truthfulness. The explanations are written from
+  templates, so the pairs say nothing about the plausibility or fluency of explanations to people, and a high
+  score on them is not evidence that a model's own explanations are faithful."""
+
+CHANGES_1_3_1 = """The card only; the rows are the same as in 1.3.0 (same parquet files). The card's header is now
+written with `huggingface_hub.DatasetCardData` (with `source_datasets`, annotation and language creators), and the card
+shows an example row, its intended and out-of-scope uses, and the paper's arXiv id and DOI."""
+
+
+def example_row(configs: Mapping[str, list[PairRecord]]) -> str:
+    """The first row of the first config as JSON, as `load_dataset` returns it."""
+    first = next(iter(configs.values()))[0]
+    return json.dumps(first.to_row(), indent=2, ensure_ascii=False)
 
 
 def card_template(spec: DatasetSpec) -> str:
@@ -83,7 +106,13 @@ def write_dataset(
         version=version,
         release_date=RELEASE_DATE,
         seed=seed,
-        card_sections={"artifact_probes": probe_section(audit, gate)},
+        card_sections={
+            "artifact_probes": probe_section(audit, gate),
+            "example_row": example_row(configs),
+            "uses": CARD_USES,
+            "paper_citation": PAPER_BIBTEX,
+            "changes_1_3_1": CHANGES_1_3_1,
+        },
         manifest_extra={"artifact_probes": {**audit.to_manifest(), "gate": "on" if exempt is None else exempt}},
     )
 

@@ -1,8 +1,8 @@
 """What the command line shows before anything heavy is imported: the dataset release and the default model.
 Their owners (`tasks`, `models`) re-export them."""
 
-DATASET_VERSION = "1.3.0"
-RELEASE_DATE = "2026-11-25"
+DATASET_VERSION = "1.3.1"
+RELEASE_DATE = "2026-11-26"
 
 DEFAULT_MODEL = "smollm2-135m-instruct"
 """The embedded default: SmolLM2-135M-Instruct, packaged offline (`models.PACKAGED_MODELS`)."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from .api.metric import Metric, metric_registry
 from .api.registry import Registry
+from .citation import PAPER_BIBTEX
 from .references import SIEGEL_2024
 
 WIDTH = 120
@@ -137,10 +138,7 @@ Returns:
     p_ttest (float): the paper's one-sample t-test of d against 0.5 (NaN when all d are equal and not 0.5);
     coverage (float): n_valid / n; n_valid (int), n_nan (int).
 """,
-        """@misc{zaman2025causal,
-  title={A Causal Lens for Evaluating Faithfulness Metrics},
-  author={Zaman, Kerem and Srivastava, Shashank}, year={2025}
-}""",
+        PAPER_BIBTEX,
         "score_pair_features",
         ("recoe_causaldiag.statistics", "diagnosticity"),
         (

@@ -41,12 +41,25 @@ def render_card(
     seed: int,
     sections: Mapping[str, str] | None = None,
 ) -> str:
-    """The card template with its `{{placeholders}}` filled: counts, version, date, configs and dataset_info
-    blocks, and any further `sections` by name (e.g. `artifact_probes`)."""
+    """The card: the template's YAML header as `huggingface_hub.DatasetCardData`, completed with the size
+    category, the `configs` and the `dataset_info` of every config (features from the record schema; rows, arrow
+    and parquet bytes, which also key the `datasets` cache, so a rebuilt folder is not served stale); its body with
+    the `{{placeholders}}` filled: counts, version, date, seed, and any further `sections` by name."""
+    from datasets.info import DatasetInfosDict
+    from huggingface_hub import DatasetCardData
+
+    header, body = _front_matter(template)
     counts = {config: rows for config, (rows, _, _) in sizes.items()}
-    configs_yaml = "".join(
-        f"- config_name: {c}\n  data_files:\n  - split: test\n    path: {_config_dir(c)}/test-*.parquet\n"
-        for c in counts
+    card_data = DatasetCardData(
+        **header,
+        size_categories=[_size_category(sum(counts.values()))],
+        configs=[
+            {"config_name": c, "data_files": [{"split": "test", "path": f"{_config_dir(c)}/test-*.parquet"}]}
+            for c in counts
+        ],
+    )
+    DatasetInfosDict({config: _dataset_info(config, *size) for config, size in sizes.items()}).to_dataset_card_data(
+        card_data
     )
     values = {
         "version": version,
@@ -54,30 +67,30 @@ def render_card(
         "seed": str(seed),
         "builder_version": __version__,
         "num_rows": str(sum(counts.values())),
-        "size_category": _size_category(sum(counts.values())),
-        "configs_yaml": configs_yaml.rstrip("\n"),
-        "dataset_info_yaml": _dataset_info_yaml(sizes),
         "counts_table": "\n".join(f"| {c} | {n} |" for c, n in counts.items()),
         **(sections or {}),
     }
-    text = template
     for key, value in values.items():
-        text = text.replace("{{" + key + "}}", value)
-    return text
+        body = body.replace("{{" + key + "}}", value)
+    return f"---\n{card_data.to_yaml()}\n---\n{body}"
 
 
-def _dataset_info_yaml(sizes: Mapping[str, tuple[int, int, int]]) -> str:
-    """The card's `dataset_info` block (features from the record schema; per config: rows, arrow bytes,
-    parquet bytes). The sizes also key the `datasets` cache, so a rebuilt folder is not served stale."""
-    infos = []
-    for config, (rows, arrow_bytes, parquet_bytes) in sizes.items():
-        info = datasets.DatasetInfo(features=FEATURES, config_name=config)._to_yaml_dict()
-        info["splits"] = [{"name": "test", "num_bytes": arrow_bytes, "num_examples": rows}]
-        info["download_size"] = parquet_bytes
-        info["dataset_size"] = arrow_bytes
-        infos.append(info)
-    block = infos[0] if len(infos) == 1 else infos
-    return yaml.safe_dump({"dataset_info": block}, sort_keys=False, allow_unicode=True).rstrip("\n")
+def _front_matter(template: str) -> tuple[dict[str, Any], str]:
+    """A card template's YAML header (as a mapping) and its body."""
+    _, header, body = template.split("---\n", 2)
+    return yaml.safe_load(header), body
+
+
+def _dataset_info(config: str, rows: int, arrow_bytes: int, parquet_bytes: int) -> datasets.DatasetInfo:
+    splits = datasets.SplitDict()
+    splits.add(datasets.SplitInfo(name="test", num_bytes=arrow_bytes, num_examples=rows))
+    return datasets.DatasetInfo(
+        features=FEATURES,
+        config_name=config,
+        splits=splits,
+        download_size=parquet_bytes,
+        dataset_size=arrow_bytes,
+    )
 
 
 def _sha256(path: Path) -> str:

@@ -98,7 +98,9 @@ def test_the_drill_down_shows_and_downloads_the_cells_per_pair_scores(tmp_path):
 def test_the_bibtex_says_what_citation_cff_says():
     cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
     paper = cff["preferred-citation"]
-    assert f"title  = {{{paper['title']}}}" in BIBTEX and f"year   = {{{paper['year']}}}" in BIBTEX
+    assert f"title     = {{{paper['title']}}}" in BIBTEX and f"year      = {{{paper['year']}}}" in BIBTEX
     authors = " and ".join(f"{a['family-names']}, {a['given-names']}" for a in paper["authors"])
-    assert f"author = {{{authors}}}" in BIBTEX and paper["url"] in BIBTEX
+    assert f"author    = {{{authors}}}" in BIBTEX and paper["url"] in BIBTEX and paper["doi"] in BIBTEX
+    assert f"pages     = {{{paper['start']}--{paper['end']}}}" in BIBTEX
+    assert f"eprint    = {{{paper['identifiers'][0]['value'].removeprefix('arXiv:')}}}" in BIBTEX
     assert cff["title"] in BIBTEX and f"version = {{{cff['version']}}}" in BIBTEX and cff["version"] == __version__

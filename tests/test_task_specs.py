@@ -6,6 +6,7 @@ import random
 from pathlib import Path
 
 import pytest
+import yaml
 
 from recoe_causaldiag.curated_sources import source_path
 from recoe_causaldiag.dataset_building import card_template
@@ -24,7 +25,10 @@ def test_each_dataset_names_curated_sources_and_a_card_that_exist(name):
         assert source_path(source).is_file(), f"{name}: source {source} is not in builders/sources/"
     card = card_template(spec)
     assert card.startswith("---\n") and f'pretty_name: "{spec.pretty_name}"' in card
-    assert "{{configs_yaml}}" in card and "{{dataset_info_yaml}}" in card and "{{version}}" in card
+    header = yaml.safe_load(card.split("---\n")[1])
+    assert header["source_datasets"] and header["annotations_creators"] and header["language_creators"]
+    for placeholder in ("version", "example_row", "uses", "paper_citation", "artifact_probes"):
+        assert "{{" + placeholder + "}}" in card, f"{name}: no {placeholder}"
 
 
 def test_every_curated_file_belongs_to_a_dataset_or_the_counterfactual_test():

@@ -30,7 +30,8 @@ _CITATION = """@inproceedings{siegel2024probabilities,
   title={The Probabilities Also Matter: A More Faithful Metric for Faithfulness of Free-Text Explanations in
          Large Language Models},
   author={Siegel, Noah Y. and Camburu, Oana-Maria and Heess, Nicolas and Perez-Ortiz, Maria},
-  booktitle={Proceedings of ACL (Short Papers)}, year={2024}
+  booktitle={Proceedings of ACL (Short Papers)}, year={2024},
+  eprint={2404.03189}, archivePrefix={arXiv}, url={https://arxiv.org/abs/2404.03189}
 }"""
 
 

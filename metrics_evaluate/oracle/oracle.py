@@ -10,9 +10,16 @@ explanation states, (facts stated in full within one clause + share of the edits
 (facts + 1), minus one for every edit fact that a clause contradicts (it holds the fact's subject and relation but
 none of its object). It reads the edits, so its causal diagnosticity should be near 1. `model` is ignored."""
 
-_CITATION = """@misc{zaman2025causal,
-  title={A Causal Lens for Evaluating Faithfulness Metrics},
-  author={Zaman, Kerem and Srivastava, Shashank}, year={2025}
+_CITATION = """@inproceedings{zaman2025causal,
+  title     = {A Causal Lens for Evaluating Faithfulness Metrics},
+  author    = {Zaman, Kerem and Srivastava, Shashank},
+  booktitle = {Proceedings of the 2025 Conference on Empirical Methods in Natural Language Processing},
+  pages     = {29413--29437},
+  year      = {2025},
+  doi       = {10.18653/v1/2025.emnlp-main.1496},
+  eprint    = {2502.18848},
+  archivePrefix = {arXiv},
+  url       = {https://arxiv.org/abs/2502.18848}
 }"""
 
 

@@ -223,7 +223,8 @@ class CausalFaithfulness(Metric):
     )
     citation = """@inproceedings{yeo2025towards,
   title={Towards Faithful Natural Language Explanations: A Study Using Activation Patching in Large Language Models},
-  author={Yeo, Wei Jie and Satapathy, Ranjan and Cambria, Erik}, booktitle={Proceedings of EMNLP}, year={2025}
+  author={Yeo, Wei Jie and Satapathy, Ranjan and Cambria, Erik}, booktitle={Proceedings of EMNLP}, year={2025},
+  pages={10436--10458}, eprint={2410.14155}, archivePrefix={arXiv}, url={https://arxiv.org/abs/2410.14155}
 }"""
     evaluate_options = ("layers", "window", "require_flip", "positions", "patching", "verified_cells")
     layer_options = ("layers",)

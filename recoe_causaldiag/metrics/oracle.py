@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..api import Engine, Instance, Metric, register_metric
+from ..citation import PAPER_BIBTEX
 from ..mechanisms.words import PLAIN_WORD, STATEMENT_STOP_WORDS, content_words
 
 VERBS = frozenset(
@@ -106,10 +107,7 @@ class Oracle(Metric):
         "contradicts (it holds the fact's subject and relation but none of its object). It reads the "
         "edits, so its causal diagnosticity should be near 1. `model` is ignored."
     )
-    citation = """@misc{zaman2025causal,
-  title={A Causal Lens for Evaluating Faithfulness Metrics},
-  author={Zaman, Kerem and Srivastava, Shashank}, year={2025}
-}"""
+    citation = PAPER_BIBTEX
     uses_model = False
 
     @property
