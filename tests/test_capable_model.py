@@ -98,3 +98,12 @@ def test_on_cuda_the_default_model_scores_in_bfloat16_close_to_float32():
     gpu = ScoringEngine(on_gpu).label_probs([request])[0]
     cpu = ScoringEngine(models.load_model(models.DEFAULT_MODEL, device="cpu")).label_probs([request])[0]
     assert max(abs(a - b) for a, b in zip(gpu, cpu)) < 0.05
+
+
+def test_ls_marks_a_packaged_model_that_is_not_installed(monkeypatch, capsys):
+    capable = models.PACKAGED_MODELS.get(capable_model.NAME)
+    monkeypatch.setattr(type(capable), "installed", lambda self: self.name != capable_model.NAME)
+    assert main(["ls"]) == 0
+    listed = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith("  ")}
+    assert listed[capable_model.NAME].endswith("[not installed]")
+    assert not listed[models.DEFAULT_MODEL].endswith("[not installed]")
