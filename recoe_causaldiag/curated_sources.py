@@ -30,8 +30,8 @@ class SourceRow:
 
 
 def source_path(name: str) -> Path:
-    """A curated file shipped in `builders/sources/`."""
-    return Path(str(files("builders").joinpath("sources", name)))
+    """A curated file of `builders/sources/`, shipped in the package as `recoe_causaldiag/tasks/sources/`."""
+    return Path(str(files("recoe_causaldiag.tasks").joinpath("sources", name)))
 
 
 def read_curated_csv(path: Path, columns: tuple[str, ...]) -> list[SourceRow]:

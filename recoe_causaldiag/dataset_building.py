@@ -73,8 +73,9 @@ def example_row(configs: Mapping[str, list[PairRecord]]) -> str:
 
 
 def card_template(spec: DatasetSpec) -> str:
-    """The card template that the dataset's spec names (a file of `dataset_cards/`)."""
-    return files("dataset_cards").joinpath(spec.card).read_text(encoding="utf-8")
+    """The card template that the dataset's spec names (a file of `dataset_cards/`, shipped in the package as
+    `recoe_causaldiag/tasks/cards/`)."""
+    return files("recoe_causaldiag.tasks").joinpath("cards", spec.card).read_text(encoding="utf-8")
 
 
 def write_dataset(

