@@ -71,8 +71,7 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
             return str(request.username)
         return leaderboard.pseudonym(request.client.host) if request.client else ""
 
-    def downloads_folder() -> Path:
-        return Path(tempfile.mkdtemp(prefix="board-", dir=os.environ.get("GRADIO_TEMP_DIR")))
+    downloads = Path(os.environ.get("GRADIO_TEMP_DIR") or tempfile.gettempdir()) / "causaldiag-downloads"
 
     @unavailable_as_error
     def show_board(
@@ -82,10 +81,10 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
         drill-down) and the shown board as CSV and parquet."""
         filters = BoardFilter(search or "", task or ALL, editor or ALL, explanations or ALL, precision or ALL)
         records = board_records(leaderboard.board(), filters)
-        chosen = [c for c in BOARD_COLUMNS if c in (columns or DEFAULT_COLUMNS)]
+        chosen = [c for c in BOARD_COLUMNS if c == "#" or c in (columns or DEFAULT_COLUMNS)]
         frame = board_frame(records, chosen, digits=3, links=True)
         everything = board_frame(records, list(BOARD_COLUMNS))
-        files = [str(f) for f in write_downloads(everything, downloads_folder(), "leaderboard")]
+        files = [str(f) for f in write_downloads(everything, downloads, "leaderboard")]
         return gr.Dataframe(value=frame, datatype=column_types(chosen)), board_plot(records), records, files
 
     def board_api(search: str, task: str) -> pd.DataFrame:
@@ -107,7 +106,7 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
             f"**#{rank}** · {inert(record['model'])} · {inert(record['metric'])} · {inert(record['variant'])} · "
             f"{inert(cell_task)}: {len(frame)} pairs from job #{scores[0].job_id if scores else '?'}"
         )
-        return title, frame, [str(f) for f in write_downloads(frame, downloads_folder(), f"pairs-{rank}")]
+        return title, frame, [str(f) for f in write_downloads(frame, downloads, f"pairs-{rank}")]
 
     @unavailable_as_error
     def show_queue(submitter: str | None, status: str | None, page: int | None) -> tuple[pd.DataFrame, str, int]:
@@ -171,13 +170,16 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
                     [ALL, *PRECISIONS], value=ALL, label="Precision", elem_id="board-precision"
                 )
             columns = gr.CheckboxGroup(
-                list(BOARD_COLUMNS), value=list(DEFAULT_COLUMNS), label="Columns", elem_id="board-columns"
+                [c for c in BOARD_COLUMNS if c != "#"],
+                value=list(DEFAULT_COLUMNS),
+                label="Columns",
+                elem_id="board-columns",
             )
             table = gr.Dataframe(
                 label=BOARD_LEGEND,
                 interactive=False,
                 wrap=True,
-                datatype=column_types(DEFAULT_COLUMNS),
+                datatype=column_types(["#", *DEFAULT_COLUMNS]),
                 elem_id="board-table",
             )
             board_files = gr.File(label="Download the shown board", file_count="multiple", elem_id="board-download")

@@ -310,7 +310,7 @@ def space_functions(leaderboard: Leaderboard) -> tuple:
     spec.loader.exec_module(app)
     functions = list(app.build(leaderboard).fns.values())
     api = next(f for f in functions if f.api_name == "leaderboard")
-    tab = next(f for f in functions if (0, "load") in f.targets and len(f.outputs) == 4)
+    tab = next(f for f in functions if f.fn.__name__ == "show_board")
     return api, tab
 
 

@@ -79,10 +79,13 @@ def test_the_drill_down_shows_and_downloads_the_cells_per_pair_scores(tmp_path):
     app = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(app)
     functions = list(app.build(Leaderboard(LeaderboardSettings(db_url=url))).fns.values())
-    tab = next(f for f in functions if (0, "load") in f.targets and len(f.outputs) == 4)
+    tab = next(f for f in functions if f.fn.__name__ == "show_board")
     select = next(f for f in functions if f.fn.__name__ == "drill_down")
     table, _, records, board_files = tab.fn("", "all", "all", "all", "all", None)
     assert pd.read_csv(board_files[0])["D"].tolist() == [0.75, 0.2]
+    assert tab.fn("", "all", "all", "all", "all", None)[3] == board_files, "the same board is written once"
+    assert tab.fn("", "all", "all", "all", "all", ["D"])[0].value["headers"] == ["#", "D"], "the rank always shows"
+    assert tab.fn("bad", "all", "all", "all", "all", None)[3] != board_files
     bad = next(r for r in records if r["metric"] == "bad")
     assert bad[CELL_KEY][1:] == ("factcheck", "bad", "v")
     event = gr.SelectData(None, {"index": [1, 2], "value": "bad", "row_value": [bad["#"], "org/a", "bad"]})

@@ -4,6 +4,7 @@ Plotly draws it literally; a board's invalid rows (stored scores that fail the c
 
 from __future__ import annotations
 
+import hashlib
 import html
 import math
 import re
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..paths import write_whole
 from ..report import OKABE_ITO
 from ..statistics import ABOVE, ALPHA, BELOW, MIN_N_VALID
 from .board import Board, BoardRow, InvalidRow
@@ -89,8 +91,9 @@ BOARD_COLUMNS: dict[str, str] = {
     "Copeland": "number",
     "note": "str",
 }
-"""The board's columns and their Gradio datatypes: numbers sort as numbers; the model links to its page."""
-DEFAULT_COLUMNS = ("#", "model", "metric", "variant", "task", "D", "sig", "CI low", "CI high")
+"""The board's columns and their Gradio datatypes: numbers sort as numbers; the model links to its page. The rank
+`#` is always shown (a clicked row is found by it); the others can be chosen."""
+DEFAULT_COLUMNS = ("model", "metric", "variant", "task", "D", "sig", "CI low", "CI high")
 DEFAULT_COLUMNS += ("coverage", "n", "mean D", "Copeland", "note")
 ALL = "all"
 CELL_KEY = "cell"
@@ -285,12 +288,15 @@ def pairs_frame(scores: Sequence[FinishedScore]) -> Any:
     )
 
 
-def write_downloads(frame: Any, folder: Path, stem: str) -> list[Path]:
-    """The table as CSV and parquet files in `folder`, named `stem`."""
-    folder.mkdir(parents=True, exist_ok=True)
+def write_downloads(frame: Any, root: Path, stem: str) -> list[Path]:
+    """The table as `stem`.csv and `stem`.parquet in a folder of `root` named by the table's content, so the same
+    table is written once however often it is shown (each file appears whole or not at all)."""
+    text = frame.to_csv(index=False)
+    folder = Path(root) / hashlib.sha256(f"{stem}\n{text}".encode()).hexdigest()[:16]
     csv, parquet = folder / f"{stem}.csv", folder / f"{stem}.parquet"
-    frame.to_csv(csv, index=False)
-    frame.to_parquet(parquet, index=False)
+    if not (csv.is_file() and parquet.is_file()):
+        write_whole(csv, lambda path: path.write_text(text, encoding="utf-8"))
+        write_whole(parquet, lambda path: frame.to_parquet(path, index=False))
     return [csv, parquet]
 
 
