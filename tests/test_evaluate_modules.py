@@ -43,6 +43,18 @@ SECTIONS = (
 )
 
 
+PAPER_TABLE_1 = ("cc_shap", "simulatability", "early_answering", "filler_tokens", "adding_mistakes", "paraphrasing")
+
+
+@pytest.mark.parametrize("name", PAPER_TABLE_1)
+def test_the_cards_of_the_papers_metrics_give_the_papers_values(name):
+    card = (ROOT / "metrics_evaluate" / name / "README.md").read_text(encoding="utf-8")
+    section = card.split("## Values from Popular Papers\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| post-hoc") or line.startswith("| CoT")]
+    assert rows and all(len(re.findall(r"\b0\.\d{3}\*?", row)) == 8 for row in rows), rows
+    assert "Table 1" in section and "qwen2.5-7b" in section
+
+
 def test_every_registered_metric_is_one_library_file_one_test_file_one_module():
     for name in METRICS.names():
         assert name in MODULES, f"metric {name} has no folder: run `causaldiag evaluate-module {name}`"
