@@ -15,7 +15,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from cards import card_examples, card_namespace
+from cards import card_blocks, card_examples, card_namespace, card_run
 
 from recoe_causaldiag import hub_modules
 from recoe_causaldiag.cli import main
@@ -41,6 +41,18 @@ SECTIONS = (
     "## Limitations and Bias",
     "## Citation",
 )
+
+
+DOCUMENTED_OUTPUTS = ("diagnosticity", "random_baseline", "oracle", "cct", "counterfactual_test")
+DOCUMENTED_OUTPUTS += ("filler_tokens", "early_answering")
+
+
+@pytest.mark.parametrize("name", DOCUMENTED_OUTPUTS)
+def test_a_cards_example_prints_the_output_the_card_shows(name):
+    documented = [example.documented_output for example in card_blocks(name)]
+    assert any(documented), f"{name}: the card shows no output"
+    for shown, printed in zip(documented, card_run(name)[1], strict=True):
+        assert shown is None or printed == shown, f"{name}: printed {printed!r}, the card shows {shown!r}"
 
 
 PAPER_TABLE_1 = ("cc_shap", "simulatability", "early_answering", "filler_tokens", "adding_mistakes", "paraphrasing")
