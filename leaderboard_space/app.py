@@ -87,6 +87,7 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
         files = [str(f) for f in write_downloads(everything, downloads, "leaderboard")]
         return gr.Dataframe(value=frame, datatype=column_types(chosen)), board_plot(records), records, files
 
+    @unavailable_as_error
     def board_api(search: str, task: str) -> pd.DataFrame:
         """The `/leaderboard` API: the board of a search and a task, every column, numbers as numbers."""
         filters = BoardFilter(search or "", task or ALL)
@@ -94,8 +95,12 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
 
     @unavailable_as_error
     def drill_down(records: list[dict], event: gr.SelectData) -> tuple[str, pd.DataFrame, list[str]]:
-        """The per-pair scores behind the clicked board row, with their CSV and parquet."""
-        rank = int(event.row_value[0]) if event.row_value else 0
+        """The per-pair scores behind the clicked board row (found by its rank among this page's own records),
+        with their CSV and parquet."""
+        try:
+            rank = int(event.row_value[0])
+        except (TypeError, ValueError, IndexError):
+            rank = 0
         record = next((r for r in records if r["#"] == rank), None)
         if record is None or record[CELL_KEY] is None:
             return "This row has no stored per-pair scores to show.", pd.DataFrame(), []

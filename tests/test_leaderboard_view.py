@@ -94,8 +94,9 @@ def test_the_drill_down_shows_and_downloads_the_cells_per_pair_scores(tmp_path):
     assert pairs["d"].sum() == 4 and len(pairs) == 20 and pairs["pair_id"].tolist() == [r.pair_id for r in stored[20:]]
     assert [Path(f).suffix for f in files] == [".csv", ".parquet"]
     assert pd.read_parquet(files[1]).equals(pairs) and pd.read_csv(files[0])["d"].tolist() == pairs["d"].tolist()
-    missing = gr.SelectData(None, {"index": [0, 0], "value": 99, "row_value": [99]})
-    assert select.fn(records, missing)[0].startswith("This row has no stored per-pair scores")
+    for row_value in ([99], ["<script>x</script>"], [], None):
+        clicked = gr.SelectData(None, {"index": [0, 0], "value": 99, "row_value": row_value})
+        assert select.fn(records, clicked)[0].startswith("This row has no stored per-pair scores"), row_value
 
 
 def test_the_bibtex_says_what_citation_cff_says():
