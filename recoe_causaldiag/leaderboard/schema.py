@@ -197,7 +197,7 @@ def migrate(engine: Engine) -> None:
     """Bring the database to `SCHEMA_REVISION` with the migrations in `migrations/` (Alembic): a new database gets
     every table, one made before migrations existed is stamped with the revision its tables match, then upgraded.
     One already at the newest revision costs one query."""
-    with engine.connect() as connection:
+    with engine.connect().execution_options(**{READ_OPTION: True}) as connection:
         if schema_revision(connection) == SCHEMA_REVISION:
             return
     from alembic import command
