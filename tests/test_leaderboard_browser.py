@@ -354,6 +354,7 @@ def test_a_seeded_board_sorts_numerically_filters_by_task_drills_down_and_downlo
         board_csv = next(href for href in links if href.split("?")[0].endswith("leaderboard.csv"))
         board = pd.read_csv(io.BytesIO(urllib.request.urlopen(board_csv, timeout=30).read()))
         assert len(board) == len(SEEDED) and board["D"].dtype == float and board["n"].sum() == 179
+        assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", when) for when in board["submitted (UTC)"])
 
         # The task filter hides the other task's rows.
         task = browser.find_element(By.CSS_SELECTOR, "#board-task input")

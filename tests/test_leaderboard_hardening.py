@@ -290,7 +290,9 @@ def test_a_poisoned_row_shows_as_invalid_and_the_rest_of_the_board_as_usual(tmp_
     stored = JobQueue.open(url).stored_scores()
     assert [(s.job_id, s.variant) for s in stored.invalid] == [(2, variant)]
     board = compute_board(stored.valid, invalid=stored.invalid)
-    alone = compute_board([FinishedScore(1, "m1", "main", "auto", "ice", "synthetic", row) for row in rows])
+    first_job = [s for s in stored.valid if s.job_id == 1]
+    assert [s.row for s in first_job] == rows
+    alone = compute_board(first_job)
     assert [r for r in board.rows if r.model == "m1"] == list(alone.rows), "m1 as usual"
     kept = [r.model for r in board.rows if r.model == "m2"]
     assert kept == ([] if variant == "v" else ["m2"]), "the poisoned job cell is left out whole, other cells stay"

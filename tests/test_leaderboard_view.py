@@ -4,6 +4,7 @@ columns, the drill-down to a cell's per-pair scores with its downloads, and the 
 from __future__ import annotations
 
 import importlib.util
+from datetime import datetime
 from pathlib import Path
 
 import gradio as gr
@@ -67,6 +68,25 @@ def test_columns_are_typed_and_filters_hide_other_tasks_editors_and_precisions()
     assert frame.sort_values("D")["model"].tolist() == ["org/b", "org/a", "org/a"]
     assert board_frame(every, ["model"], links=True)["model"][0].startswith("[org/a](https://huggingface.co/")
     assert set(board_frame(every, list(BOARD_COLUMNS)).columns) == set(BOARD_COLUMNS)
+
+
+def test_each_cell_shows_when_the_job_behind_its_figures_was_submitted(tmp_path):
+    queue = JobQueue.open(f"sqlite:///{tmp_path / 'q.sqlite'}")
+    request = JobRequest(MODEL_JOB, "org/a", "main", "auto", "ice", "synthetic", ("factcheck",), ("good",))
+    clock = [datetime(2026, 1, 2, 3, 4, 5)]
+    queue.now = lambda: clock[0]
+    queue.store_finished(request, "results file", [("factcheck", "1.3.0", rows("good", 15, 20))], "imported")
+    clock[0] = datetime(2026, 11, 26, 9, 30, 59)
+    again = JobRequest(MODEL_JOB, "org/a", "main", "auto", "ice", "synthetic", ("analogy",), ("good",))
+    queue.store_finished(again, "results file", [("analogy", "1.3.0", rows("good", 5, 20, "analogy"))], "imported")
+    records = board_records(compute_board(queue.finished_scores()))
+    assert {r["task"]: r["submitted (UTC)"] for r in records} == {
+        "factcheck": "2026-01-02 03:04",
+        "analogy": "2026-11-26 09:30",
+    }
+    assert board_frame(records)["submitted (UTC)"].sort_values().tolist() == ["2026-01-02 03:04", "2026-11-26 09:30"]
+    in_memory = compute_board([FinishedScore(1, "org/b", "main", "auto", "ice", "synthetic", r) for r in rows("g", 3, 5)])
+    assert board_records(in_memory)[0]["submitted (UTC)"] == "", "a score that never went through a queue"
 
 
 def test_the_drill_down_shows_and_downloads_the_cells_per_pair_scores(tmp_path):

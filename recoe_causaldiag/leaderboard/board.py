@@ -14,6 +14,7 @@ import threading
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 
@@ -40,6 +41,7 @@ class BoardRow:
     p_adjusted: Mapping[str, float]
     mean: float
     copeland: float
+    submitted: Mapping[str, datetime | None]
 
     @property
     def metric_label(self) -> str:
@@ -67,10 +69,14 @@ class Board:
     invalid: tuple[InvalidRow, ...] = ()
 
 
-def _latest_per_cell(scores: Sequence[FinishedScore]) -> dict[tuple, dict[str, float]]:
-    """(configuration, task, metric, variant) → pair id → d, from the newest job that scored the cell."""
+def _latest_per_cell(
+    scores: Sequence[FinishedScore],
+) -> tuple[dict[tuple, dict[str, float]], dict[tuple, datetime | None]]:
+    """(configuration, task, metric, variant) → pair id → d, from the newest job that scored the cell; and the cell
+    → when that job was submitted."""
     newest: dict[tuple, int] = {}
     cells: dict[tuple, dict[str, float]] = defaultdict(dict)
+    submitted: dict[tuple, datetime | None] = {}
     for score in scores:
         key = (*score.configuration, score.row.task, score.row.metric, score.row.variant)
         if newest.setdefault(key, score.job_id) < score.job_id:
@@ -78,7 +84,8 @@ def _latest_per_cell(scores: Sequence[FinishedScore]) -> dict[tuple, dict[str, f
             cells[key] = {}
         if newest[key] == score.job_id:
             cells[key][score.row.pair_id] = score.row.d
-    return cells
+            submitted[key] = score.submitted_at
+    return cells, submitted
 
 
 def _invalid_rows(invalid: Sequence[InvalidScore]) -> dict[tuple, InvalidRow]:
@@ -97,14 +104,16 @@ def compute_board(
     no rankable task come last. A job's cell holding an `invalid` score is left out whole (its valid scores too)
     and listed in `Board.invalid`."""
     left_out = _invalid_rows(invalid)
-    cells = _latest_per_cell([score for score in scores if score.cell not in left_out])
+    cells, submitted = _latest_per_cell([score for score in scores if score.cell not in left_out])
     tasks = tuple(sorted({key[5] for key in cells}))
     per_row: dict[tuple, dict[str, Estimate]] = defaultdict(dict)
+    submitted_per_row: dict[tuple, dict[str, datetime | None]] = defaultdict(dict)
     configurations: dict[tuple, dict[str, dict[str, float]]] = defaultdict(dict)
     for key, d_by_pair in cells.items():
         config, task, metric, variant = key[:5], key[5], key[6], key[7]
         d = np.asarray(list(d_by_pair.values()), dtype=float)
         per_row[(*config, metric, variant)][task] = diagnosticity_from_d(d, n_resamples=n_resamples)
+        submitted_per_row[(*config, metric, variant)][task] = submitted[key]
         configurations[(*config, task)][f"{metric} · {variant}"] = d_by_pair
     wins = copeland({str(name): _aligned(metrics) for name, metrics in configurations.items()})
     adjusted = _holm_per_configuration(per_row)
@@ -119,6 +128,7 @@ def compute_board(
                 p_adjusted=adjusted[key],
                 mean=float(np.mean(values)) if values else math.nan,
                 copeland=wins.get(label, math.nan),
+                submitted=submitted_per_row[key],
             )
         )
     rows.sort(key=lambda r: (-(r.mean if not math.isnan(r.mean) else -1.0), r.model, r.metric, r.variant))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 
 from ..api.rows import json_number, without_nans
@@ -22,11 +23,16 @@ configs:
 
 `leaderboard.json`: one row per model configuration × metric variant, with per-task diagnosticity (mean of d
 over valid pairs, 95% CI, exact sign test against 0.5 as `p_value` and Holm-adjusted within the model
-configuration as `p_adjusted`, the paper's t-test as `p_ttest`, coverage and coverage-aware D), the mean over
-tasks of the coverage-aware D and the Copeland score.
+configuration as `p_adjusted`, the paper's t-test as `p_ttest`, coverage and coverage-aware D, and `submitted_at`,
+when the job behind the figures was submitted, UTC), the mean over tasks of the coverage-aware D and the Copeland
+score.
 `pairs.jsonl`: every per-pair score of every finished job (`d` = 1 if the faithful explanation scores higher,
-0.5 on a tie, 0 if lower; null where the metric could not score).
+0.5 on a tie, 0 if lower; null where the metric could not score), with the job's `submitted_at` (UTC).
 """
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat(timespec="seconds")
 
 
 def board_document(board: Board) -> list[dict]:
@@ -39,7 +45,10 @@ def board_document(board: Board) -> list[dict]:
             "explanations": r.explanations,
             "metric": r.metric,
             "variant": r.variant,
-            "tasks": {t: without_nans(asdict(e) | {"p_adjusted": r.p_adjusted[t]}) for t, e in r.per_task.items()},
+            "tasks": {
+                t: without_nans(asdict(e) | {"p_adjusted": r.p_adjusted[t], "submitted_at": _iso(r.submitted[t])})
+                for t, e in r.per_task.items()
+            },
             "mean": json_number(r.mean),
             "copeland": json_number(r.copeland),
         }

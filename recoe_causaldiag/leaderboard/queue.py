@@ -126,7 +126,8 @@ class Job:
 
 @dataclass(frozen=True)
 class FinishedScore:
-    """One stored per-pair score of a finished job, with the job's model configuration."""
+    """One stored per-pair score of a finished job, with the job's model configuration and when the job was
+    submitted (naive UTC; None for a score that never went through a queue)."""
 
     job_id: int
     model: str
@@ -135,6 +136,7 @@ class FinishedScore:
     editor: str
     explanations: str
     row: PairScoreRow
+    submitted_at: datetime | None = None
 
     @property
     def configuration(self) -> tuple[str, str, str, str, str]:
@@ -142,9 +144,10 @@ class FinishedScore:
         return self.model, self.revision, self.precision, self.editor, self.explanations
 
     def to_json(self) -> dict[str, Any]:
-        """The job's configuration and the row, flat (NaN as null)."""
+        """The job's configuration, its submission time (ISO 8601, UTC) and the row, flat (NaN as null)."""
         return {
             "job_id": self.job_id,
+            "submitted_at": None if self.submitted_at is None else self.submitted_at.isoformat(timespec="seconds"),
             "model": self.model,
             "revision": self.revision,
             "precision": self.precision,
@@ -202,7 +205,9 @@ def _stored_score(stored: Mapping[str, Any]) -> FinishedScore | InvalidScore:
     try:
         if not all(isinstance(value, str) for value in configuration):
             raise InvalidData("the job's model configuration is not text")
-        return FinishedScore(stored["job_id"], *configuration, stored_row(stored))
+        if not isinstance(stored["created_at"], datetime):
+            raise InvalidData("the job's submission time is not a time")
+        return FinishedScore(stored["job_id"], *configuration, stored_row(stored), stored["created_at"])
     except InvalidData as err:
         names = (str(stored[column]) for column in ("task", "metric", "variant"))
         return InvalidScore(stored["job_id"], *map(str, configuration), *names, str(err))
@@ -635,6 +640,7 @@ class JobQueue:
                 jobs.c.precision,
                 jobs.c.editor,
                 jobs.c.explanations,
+                jobs.c.created_at,
                 pair_scores.c.task,
                 pair_scores.c.metric,
                 pair_scores.c.variant,

@@ -10,6 +10,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -89,9 +90,11 @@ BOARD_COLUMNS: dict[str, str] = {
     "n": "number",
     "mean D": "number",
     "Copeland": "number",
+    "submitted (UTC)": "str",
     "note": "str",
 }
-"""The board's columns and their Gradio datatypes: numbers sort as numbers; the model links to its page. The rank
+"""The board's columns and their Gradio datatypes: numbers sort as numbers, submission times (ISO 8601) as text in
+time order; the model links to its page. The rank
 `#` is always shown (a clicked row is found by it); the others can be chosen."""
 DEFAULT_COLUMNS = ("model", "metric", "variant", "task", "D", "sig", "CI low", "CI high")
 DEFAULT_COLUMNS += ("coverage", "n", "mean D", "Copeland", "note")
@@ -151,6 +154,10 @@ def _number(value: float | None) -> float:
     return math.nan if value is None else float(value)
 
 
+def _minute(moment: datetime | None) -> str:
+    return "" if moment is None else f"{moment:%Y-%m-%d %H:%M}"
+
+
 def board_records(board: Board, filters: BoardFilter = BoardFilter()) -> list[dict[str, Any]]:
     """The shown board as typed records, one per (model configuration, metric variant, task), ranked (`#`); then
     the invalid rows, their numbers empty and the `note` saying what was left out and why. Stored names are cut
@@ -179,6 +186,7 @@ def board_records(board: Board, filters: BoardFilter = BoardFilter()) -> list[di
                 "n": e.n,
                 "mean D": _number(r.mean),
                 "Copeland": _number(r.copeland),
+                "submitted (UTC)": _minute(r.submitted[task]),
                 "note": "",
                 CELL_KEY: ((r.model, r.revision, r.precision, r.editor, r.explanations), task, r.metric, r.variant),
             }
@@ -193,6 +201,7 @@ def board_records(board: Board, filters: BoardFilter = BoardFilter()) -> list[di
                 "revision": shown(s.revision, REVISION_CHARS),
                 "task": shown(s.task),
                 "sig": "",
+                "submitted (UTC)": "",
                 CELL_KEY: None,
                 "note": f"{INVALID_ROW}: job #{s.job_id}: {row.n_invalid} stored score(s) fail the checks "
                 f"({shown(s.reason, 2 * SHOWN_CHARS)}); left out",
