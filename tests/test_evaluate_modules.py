@@ -43,16 +43,31 @@ SECTIONS = (
 )
 
 
-DOCUMENTED_OUTPUTS = ("diagnosticity", "random_baseline", "oracle", "cct", "counterfactual_test")
-DOCUMENTED_OUTPUTS += ("filler_tokens", "early_answering")
+_NUMBER = re.compile(r"-?\d+\.\d+")
+MODEL_SCORE_TOLERANCE = 2e-3
+"""How far a printed model score (rounded to 3 decimals) may be from the card's: float32 on another CPU."""
 
 
-@pytest.mark.parametrize("name", DOCUMENTED_OUTPUTS)
+def same_output(printed: str, shown: str) -> bool:
+    """The card's output, its text exact and each decimal number within `MODEL_SCORE_TOLERANCE`."""
+    numbers = [float(x) for x in _NUMBER.findall(printed)], [float(x) for x in _NUMBER.findall(shown)]
+    return _NUMBER.sub("#", printed) == _NUMBER.sub("#", shown) and all(
+        abs(a - b) <= MODEL_SCORE_TOLERANCE for a, b in zip(*numbers, strict=True)
+    )
+
+
+def test_outputs_compare_text_exactly_and_scores_within_the_tolerance():
+    assert same_output("caf [0.044]\n", "caf [0.045]\n") and same_output("v [nan]\n", "v [nan]\n")
+    assert not same_output("caf [0.044]\n", "caf [0.047]\n") and not same_output("caf [nan]\n", "caf [0.044]\n")
+    assert not same_output("caf [0.044, 0.1]\n", "caf [0.044]\n") and not same_output("cf [0.044]\n", "caf [0.044]\n")
+
+
+@pytest.mark.parametrize("name", MODULES)
 def test_a_cards_example_prints_the_output_the_card_shows(name):
     documented = [example.documented_output for example in card_blocks(name)]
     assert any(documented), f"{name}: the card shows no output"
     for shown, printed in zip(documented, card_run(name)[1], strict=True):
-        assert shown is None or printed == shown, f"{name}: printed {printed!r}, the card shows {shown!r}"
+        assert shown is None or same_output(printed, shown), f"{name}: printed {printed!r}, the card shows {shown!r}"
 
 
 PAPER_TABLE_1 = ("cc_shap", "simulatability", "early_answering", "filler_tokens", "adding_mistakes", "paraphrasing")
