@@ -79,7 +79,8 @@ def worker(metric_name: str, path: str, pairs: int, model: str, warm: bool) -> d
     """One metric on one path in this process: seconds, work done and scores (the model loaded before timing)."""
     from recoe_causaldiag import scoring
     from recoe_causaldiag.metrics import METRICS
-    from recoe_causaldiag.models import default_helper_model, load_model
+    from recoe_causaldiag.models import load_model
+    from recoe_causaldiag.packaged_models import default_helper_model
     from recoe_causaldiag.reference_engine import ReferenceEngine
     from recoe_causaldiag.scoring import ScoringEngine
     from recoe_causaldiag.task_pairs import iter_task_pairs

@@ -1,7 +1,7 @@
 """What each installed packaged model costs on this machine: seconds to load from its converted cache, prefill
 tokens/s (float32, a batch of 4 × 256 tokens) and the peak RSS of the process, each model in a process of its own;
 with `--convert` also the one-time conversion of its GGUF, into a temporary cache. The `memory_gb` and
-`convert_memory_gb` of `models.PACKAGED_MODELS` come from this script."""
+`convert_memory_gb` of `packaged_models.PACKAGED_MODELS` come from this script."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def main() -> None:
     if args.step:
         _measure(args.only, args.step)
         return
-    from recoe_causaldiag.models import PACKAGED_MODELS
+    from recoe_causaldiag.packaged_models import PACKAGED_MODELS
 
     print(f"packaged models on {os.cpu_count()} CPU cores, float32:")
     for name in [args.only] if args.only else PACKAGED_MODELS.names():

@@ -253,7 +253,7 @@ def _tokenizer_folder(name: str) -> Path:
     tokenizer-only cache read once from the GGUF file (so a probe never converts or loads weights)."""
     from transformers import AutoTokenizer
 
-    from .models import PACKAGED_MODELS
+    from .packaged_models import PACKAGED_MODELS
     from .paths import cache_root, locked, staged_folder
 
     converted = cache_root() / "models" / name
@@ -277,7 +277,7 @@ def packaged_tokenizers() -> ProbeTokenizers:
     with the reason."""
     from transformers import AutoTokenizer
 
-    from .models import PACKAGED_MODELS
+    from .packaged_models import PACKAGED_MODELS
     from .split_gguf import ModelPackageError
 
     tokenizers, identities, skipped = {}, {}, {}

@@ -259,7 +259,7 @@ def _install_modules(args: argparse.Namespace) -> int:
 def _install_models(args: argparse.Namespace) -> int:
     import subprocess
 
-    from .models import packaged_distributions
+    from .packaged_models import packaged_distributions
 
     requirements = packaged_distributions(opt_in=args.large)
     constraint = ["-c", args.constraint] if args.constraint else []
@@ -271,7 +271,8 @@ def _install_models(args: argparse.Namespace) -> int:
 
 
 def _prepare_model(args: argparse.Namespace) -> int:
-    from .models import PACKAGED_MODELS, packaged_model_dir, verify_packaged_model
+    from .models import packaged_model_dir, verify_packaged_model
+    from .packaged_models import PACKAGED_MODELS
 
     packaged = PACKAGED_MODELS.get(args.name)
     gguf = packaged.locate_gguf()
@@ -435,18 +436,16 @@ def _evaluate_module(args: argparse.Namespace) -> int:
 
 
 def _ls(args: argparse.Namespace) -> int:
-    from .metrics import METRICS
-    from .models import PACKAGED_MODELS
-    from .tasks import DATASET_VERSION, DATASETS
+    from .catalogue import catalogue
+    from .packaged_models import PACKAGED_MODELS
 
+    listed = catalogue()
     print(f"datasets (v{DATASET_VERSION}):")
-    for name in DATASETS:
-        spec = DATASETS.get(name)
-        print(f"  {name:<18} tasks: {', '.join(spec.task_names())}")
+    for dataset in listed.datasets:
+        print(f"  {dataset.name:<18} tasks: {', '.join(dataset.tasks)}")
     print("metrics:")
-    for name in METRICS:
-        metric = METRICS.get(name)()
-        print(f"  {name:<18} [{metric.explanation_type}] {metric.description}; {len(metric.variants)} variants")
+    for metric in listed.metrics:
+        print(f"  {metric.name:<18} [{metric.explanation_type}] {metric.description}; {metric.n_variants} variants")
     print("models (packaged, offline; any local folder or hub id also works):")
     for name in PACKAGED_MODELS:
         packaged = PACKAGED_MODELS.get(name)
@@ -650,11 +649,9 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     args = parser().parse_args(argv)
-    from .api.records import RecordError
     from .curated_sources import SourceError
-    from .editors.weights import EditError
-    from .models import InsufficientMemoryError, LabelTokenError
-    from .publish import PublishError
+    from .errors import EditError, LabelTokenError, PublishError, RecordError
+    from .packaged_models import InsufficientMemoryError
     from .split_gguf import ModelPackageError
 
     try:

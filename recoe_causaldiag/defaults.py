@@ -5,4 +5,4 @@ DATASET_VERSION = "1.3.1"
 RELEASE_DATE = "2026-11-26"
 
 DEFAULT_MODEL = "smollm2-135m-instruct"
-"""The embedded default: SmolLM2-135M-Instruct, packaged offline (`models.PACKAGED_MODELS`)."""
+"""The embedded default: SmolLM2-135M-Instruct, packaged offline (`packaged_models.PACKAGED_MODELS`)."""

@@ -5,11 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import PublishError
 from .hub_layout import read_manifest
-
-
-class PublishError(RuntimeError):
-    """The Hub could not be reached or refused the upload."""
 
 
 @dataclass(frozen=True)

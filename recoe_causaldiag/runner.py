@@ -29,7 +29,8 @@ from .controls import Estimator, accuracy_entry, control_rows, edit_quality_entr
 from .editors.editing import Editor, WeightEditor, make_editor
 from .editors.quality import EditQualityRow, edit_quality
 from .generated_explanations import generation_cache, same_answer_pairs, with_generated_explanations
-from .models import LanguageModel, default_helper_model, load_model
+from .models import LanguageModel, load_model
+from .packaged_models import default_helper_model
 from .scoring import ScoringEngine
 from .statistics import Estimate, diagnosticity_from_d, holm
 from .task_pairs import TaskPairs, iter_task_pairs

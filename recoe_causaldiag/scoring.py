@@ -20,7 +20,8 @@ from . import prompts
 from .api.engine import Encoded, Engine, LabelRequest
 from .editors.editing import IN_CONTEXT, Editor
 from .kv_cache import forked_cache
-from .models import LanguageModel, default_helper_model, load_model
+from .models import LanguageModel, load_model
+from .packaged_models import default_helper_model
 from .prompts import Prompt
 
 log = logging.getLogger(__name__)

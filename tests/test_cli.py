@@ -329,6 +329,39 @@ def test_help_and_version_import_nothing_heavy():
     assert "(default: smollm2-135m-instruct)" in done.stdout and "(default: factcheck)" in done.stdout
 
 
+def test_ls_answers_from_the_catalogue_of_the_same_sources_without_importing_anything_heavy(tmp_path):
+    """The first `ls` lists the registries (importing every metric) and caches the catalogue under the sources'
+    digest; the next answers from it with nothing heavy imported and prints the same; a catalogue of other sources
+    is never read."""
+    from recoe_causaldiag.catalogue import CATALOGUE_FILE, listed_catalogue
+
+    probe = (
+        "import sys\n"
+        "from recoe_causaldiag.cli import main\n"
+        "assert main(['ls']) == 0\n"
+        "print(sorted(m for m in ('torch', 'transformers', 'datasets') if m in sys.modules))\n"
+    )
+    env = {**os.environ, "CAUSALDIAG_CACHE": str(tmp_path)}
+
+    def ls() -> tuple[str, str]:
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=180, env=env)
+        assert done.returncode == 0, done.stderr
+        *listing, heavy = done.stdout.strip().splitlines()
+        return "\n".join(listing), heavy
+
+    first, heavy_first = ls()
+    assert heavy_first != "[]", "the first listing reads the registries"
+    again, heavy_again = ls()
+    assert again == first and heavy_again == "[]"
+    listed = listed_catalogue()
+    assert all(f"  {m.name:<18} [{m.explanation_type}] {m.description}" in first for m in listed.metrics)
+    assert all(f"  {d.name:<18} tasks: {', '.join(d.tasks)}" in first for d in listed.datasets)
+    cached = json.loads((tmp_path / CATALOGUE_FILE).read_text())
+    (tmp_path / CATALOGUE_FILE).write_text(json.dumps({**cached, "library": "other sources", "metrics": []}))
+    stale, heavy_stale = ls()
+    assert stale == first and heavy_stale != "[]", "a catalogue of other sources is listed afresh"
+
+
 @pytest.mark.parametrize(
     "options, message",
     [

@@ -85,7 +85,9 @@ def test_each_cell_shows_when_the_job_behind_its_figures_was_submitted(tmp_path)
         "analogy": "2026-11-26 09:30",
     }
     assert board_frame(records)["submitted (UTC)"].sort_values().tolist() == ["2026-01-02 03:04", "2026-11-26 09:30"]
-    in_memory = compute_board([FinishedScore(1, "org/b", "main", "auto", "ice", "synthetic", r) for r in rows("g", 3, 5)])
+    in_memory = compute_board(
+        [FinishedScore(1, "org/b", "main", "auto", "ice", "synthetic", r) for r in rows("g", 3, 5)]
+    )
     assert board_records(in_memory)[0]["submitted (UTC)"] == "", "a score that never went through a queue"
 
 

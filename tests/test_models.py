@@ -9,7 +9,7 @@ import pytest
 import transformers
 from fakes import flip_a_byte
 
-from recoe_causaldiag import models, prompts
+from recoe_causaldiag import models, packaged_models, prompts
 from recoe_causaldiag.api.registry import UnknownNameError
 from recoe_causaldiag.artifact_probes import packaged_tokenizers
 from recoe_causaldiag.models import LabelTokenError, load_model, packaged_model_dir
@@ -44,7 +44,7 @@ def test_label_tokens_must_be_distinct_single_tokens(default_lm):
         default_lm.label_token_ids(["A", "A"], leading_space=True)
 
 
-@pytest.mark.parametrize("name", models.PACKAGED_MODELS.names())
+@pytest.mark.parametrize("name", packaged_models.PACKAGED_MODELS.names())
 def test_every_tasks_labels_are_distinct_single_tokens_after_the_cot_answer_cue(name):
     """The CoT prompt ends in "The best answer is: " (a space of its own, as the authors' code has it), so the label
     is scored without a leading space; every installed packaged tokenizer (no weights loaded) keeps it one token."""
@@ -52,7 +52,7 @@ def test_every_tasks_labels_are_distinct_single_tokens_after_the_cot_answer_cue(
     if name not in installed.tokenizers:
         pytest.skip(f"{name}: {installed.skipped[name]}")
     tokenizer = installed.tokenizers[name]
-    lm = models.LanguageModel(name, "tokenizer only", None, tokenizer, models.PACKAGED_MODELS.get(name).chat)
+    lm = models.LanguageModel(name, "tokenizer only", None, tokenizer, packaged_models.PACKAGED_MODELS.get(name).chat)
     cue = lm.encode(prompts.cot((), "Q?", "x").continuation, continuation=True)
     assert lm.tokenizer.convert_ids_to_tokens(cue[-1:]) in (["Ġ"], ["▁"])
     for labels in (("A", "B"), ("Yes", "No")):

@@ -10,7 +10,8 @@ import pytest
 from recoe_causaldiag import scoring
 from recoe_causaldiag.mechanisms.activation_patching import patched_readouts_reference
 from recoe_causaldiag.metrics import METRICS
-from recoe_causaldiag.models import default_helper_model, load_model
+from recoe_causaldiag.models import load_model
+from recoe_causaldiag.packaged_models import default_helper_model
 from recoe_causaldiag.reference_engine import ReferenceEngine
 from recoe_causaldiag.scoring import ScoringEngine
 

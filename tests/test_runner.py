@@ -15,7 +15,8 @@ from recoe_causaldiag.api.run_spec import DatasetIdentity, ModelIdentity, RunSpe
 from recoe_causaldiag.generated_explanations import with_generated_explanations
 from recoe_causaldiag.hub_layout import load_pairs
 from recoe_causaldiag.metrics.random_baseline import RandomBaseline
-from recoe_causaldiag.models import DEFAULT_MODEL, default_helper_model
+from recoe_causaldiag.models import DEFAULT_MODEL
+from recoe_causaldiag.packaged_models import default_helper_model
 from recoe_causaldiag.paths import file_sha256
 from recoe_causaldiag.report import write_results
 from recoe_causaldiag.runner import parse_metric_option, run

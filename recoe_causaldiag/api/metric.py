@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from .engine import Engine
 from .instance import Instance, VariantScores
-from .records import PairRecord
 from .registry import Registry
+
+if TYPE_CHECKING:
+    from .records import PairRecord
 
 
 class Metric(ABC):

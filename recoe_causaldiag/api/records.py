@@ -9,15 +9,8 @@ from typing import Any
 
 import datasets
 
+from ..errors import RecordError
 from .task import task_registry
-
-
-class RecordError(ValueError):
-    """A record breaks the schema; the message names the row and the field."""
-
-    def __init__(self, row: str, field_name: str, problem: str) -> None:
-        super().__init__(f"row {row}: field '{field_name}': {problem}")
-        self.row, self.field_name, self.problem = row, field_name, problem
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-
-class EditError(ValueError):
-    """An edit that cannot be made; the message names what to change (the model type and option, or the pair and
-    field)."""
+from ..errors import EditError
 
 
 @dataclass(frozen=True)

@@ -344,7 +344,8 @@ def fetch_model(model: str, revision: str) -> str:
     """The model as the metric's process may load it without network: a packaged model by its name, converted into
     the model cache here; a local folder as it is; a Hub model's files at `revision` fetched here, as the path of
     their folder (which the sandbox may read)."""
-    from ..models import PACKAGED_MODELS, packaged_model_dir
+    from ..models import packaged_model_dir
+    from ..packaged_models import PACKAGED_MODELS
 
     if model in PACKAGED_MODELS:
         packaged_model_dir(model)

@@ -213,7 +213,7 @@ def board_records(board: Board, filters: BoardFilter = BoardFilter()) -> list[di
 def model_link(model: str) -> str:
     """A model as a Markdown table cell: a Hub id links to its Hub page, a packaged model to its package's page;
     any other stored name is shown as inert text."""
-    from ..models import PACKAGED_MODELS
+    from ..packaged_models import PACKAGED_MODELS
 
     if model in PACKAGED_MODELS:
         package = PACKAGED_MODELS.get(model).package

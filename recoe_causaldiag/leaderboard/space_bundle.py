@@ -11,7 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..models import packaged_distributions
+from ..packaged_models import packaged_distributions
 
 SPACE_FILES = ("app.py", "about.md", "README.md")
 PACKAGE_SOURCES = ("pyproject.toml", "README.md", "recoe_causaldiag")

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..api.registry import UnknownNameError
 from ..api.run_spec import EDITORS, EXPLANATION_SOURCES, PRECISIONS
 from ..metrics import METRICS
-from ..models import PACKAGED_MODELS
+from ..packaged_models import PACKAGED_MODELS
 from ..paths import cache_root
 from ..tasks import TASKS
 from .queue import METRIC_JOB, MODEL_JOB, JobRequest

@@ -19,7 +19,8 @@ from typing import Any
 from ..api.instance import VariantScores
 from ..api.rows import PairScoreRow
 from ..api.run_spec import RunSpec
-from ..models import PACKAGED_MODELS, verify_packaged_model
+from ..models import verify_packaged_model
+from ..packaged_models import PACKAGED_MODELS
 from ..task_pairs import default_data_dir, iter_task_pairs
 from .metric_sandbox import MetricRunError, host_containment, score_submitted_metric
 from .queue import METRIC_JOB, Job, JobQueue, tail

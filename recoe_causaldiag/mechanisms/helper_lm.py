@@ -210,7 +210,7 @@ class HelperCorruption:
 
 class HelperMetric(Metric):
     """A metric whose corrupted explanations a helper LM writes; `helper` names it (None: another packaged model
-    than the evaluated one, `models.default_helper_model`; a run records it in its `run_spec`)."""
+    than the evaluated one, `packaged_models.default_helper_model`; a run records it in its `run_spec`)."""
 
     evaluate_options: ClassVar[tuple[str, ...]] = ("helper",)
     helper_option: ClassVar[str | None] = "helper"

@@ -9,7 +9,7 @@ binary: 1[S(x, ε) = ŷ] − 1[S(x) = ŷ] ∈ {−1, 0, 1};
 continuous: p_S(ŷ | x, ε) − p_S(ŷ | x) ∈ [−1, 1] (signed, paper 000 footnote 2).
 A blank explanation cannot be simulated from and scores NaN.
 
-The simulator is by default another packaged model than the evaluated one (`models.default_helper_model`:
+The simulator is by default another packaged model than the evaluated one (`packaged_models.default_helper_model`:
 Gemma-3-270M when SmolLM2 is evaluated, SmolLM2 otherwise): the evaluated model simulating itself under the same
 edits gives S(x) = ŷ, so the binary score could only be −1 or 0. A run records the simulator in its `run_spec`.
 """
