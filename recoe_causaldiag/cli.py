@@ -649,8 +649,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     args = parser().parse_args(argv)
+    from .api.errors import EditError, LabelTokenError, PublishError, RecordError
     from .curated_sources import SourceError
-    from .errors import EditError, LabelTokenError, PublishError, RecordError
     from .packaged_models import InsufficientMemoryError
     from .split_gguf import ModelPackageError
 

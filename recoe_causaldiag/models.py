@@ -14,10 +14,10 @@ import torch
 from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+from .api.errors import LabelTokenError
 from .api.registry import UnknownNameError
 from .api.run_spec import ModelIdentity
 from .defaults import DEFAULT_MODEL as DEFAULT_MODEL
-from .errors import LabelTokenError
 from .packaged_models import PACKAGED_MODELS, check_memory
 from .paths import cache_root, file_sha256, locked, staged_folder, umask
 from .prompts import Turn

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import PublishError
+from .api.errors import PublishError
 from .hub_layout import read_manifest
 
 

@@ -84,7 +84,10 @@ def test_each_cell_shows_when_the_job_behind_its_figures_was_submitted(tmp_path)
         "factcheck": "2026-01-02 03:04",
         "analogy": "2026-11-26 09:30",
     }
-    assert board_frame(records)["submitted (UTC)"].sort_values().tolist() == ["2026-01-02 03:04", "2026-11-26 09:30"]
+    assert board_frame(records, ["submitted (UTC)"])["submitted (UTC)"].sort_values().tolist() == [
+        "2026-01-02 03:04",
+        "2026-11-26 09:30",
+    ]
     in_memory = compute_board(
         [FinishedScore(1, "org/b", "main", "auto", "ice", "synthetic", r) for r in rows("g", 3, 5)]
     )

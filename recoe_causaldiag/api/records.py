@@ -9,7 +9,7 @@ from typing import Any
 
 import datasets
 
-from ..errors import RecordError
+from .errors import RecordError
 from .task import task_registry
 
 

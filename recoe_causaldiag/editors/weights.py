@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..errors import EditError
+from ..api.errors import EditError
 
 
 @dataclass(frozen=True)
