@@ -22,7 +22,7 @@ from .artifact_probes import (
     render_table,
 )
 from .citation import PAPER_BIBTEX
-from .hub_layout import MANIFEST, write_hub_dataset
+from .hub_layout import MANIFEST, stored_rows, write_hub_dataset
 from .paths import locked
 from .tasks import DATASET_VERSION, DATASETS, RELEASE_DATE, TASKS
 
@@ -61,15 +61,22 @@ CARD_USES = """- **Intended use:** measuring how *diagnostic* a faithfulness met
   templates, so the pairs say nothing about the plausibility or fluency of explanations to people, and a high
   score on them is not evidence that a model's own explanations are faithful."""
 
+CHANGES_1_4_0 = """`metadata` is stored as a struct (a field per key, typed; SPEC §3), no longer as one JSON string,
+so the dataset viewer can filter on it: `load_dataset` returns it as a dict. A key whose values Arrow cannot type
+without changing one (text in one row and an object in another, an integer that would become a float) is stored as JSON
+text under `<key>_json`; a field a row lacks is null. The rows are otherwise the same as in 1.3.1, and
+`PairRecord.from_row` reads both forms back to the same record."""
+
 CHANGES_1_3_1 = """The card only; the rows are the same as in 1.3.0 (same parquet files). The card's header is now
 written with `huggingface_hub.DatasetCardData` (with `source_datasets`, annotation and language creators), and the card
 shows an example row, its intended and out-of-scope uses, and the paper's arXiv id and DOI."""
 
 
 def example_row(configs: Mapping[str, list[PairRecord]]) -> str:
-    """The first row of the first config as JSON, as `load_dataset` returns it."""
-    first = next(iter(configs.values()))[0]
-    return json.dumps(first.to_row(), indent=2, ensure_ascii=False)
+    """The first row of the first config as JSON, as `load_dataset` returns it (`metadata` a struct of the
+    config's fields, null where the row lacks one)."""
+    rows, _ = stored_rows(next(iter(configs.values())))
+    return json.dumps(rows[0], indent=2, ensure_ascii=False)
 
 
 def card_template(spec: DatasetSpec) -> str:
@@ -112,6 +119,7 @@ def write_dataset(
             "example_row": example_row(configs),
             "uses": CARD_USES,
             "paper_citation": PAPER_BIBTEX,
+            "changes_1_4_0": CHANGES_1_4_0,
             "changes_1_3_1": CHANGES_1_3_1,
         },
         manifest_extra={"artifact_probes": {**audit.to_manifest(), "gate": "on" if exempt is None else exempt}},

@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from .api.records import metadata_from_stored
 from .metrics import METRICS, Instance
 from .models import DEFAULT_MODEL
 from .scoring import ScoringEngine, shared_engine
@@ -22,7 +23,9 @@ Args:
     variant (str, optional): which variant of the metric to return; default: the metric's first variant.
     tasks (list[str], optional): each input's task, e.g. "factcheck" or "recoe/sorting", for metrics that need
         the task's knowledge (CaF's counterfactual); default: the task that recognises the input, if any.
-    metadata (list[str], optional): each input's `metadata` JSON object, as in the dataset rows. Default: "{}".
+    metadata (list[str], optional): each input's `metadata` as a JSON object: a dataset row's `metadata` struct
+        through `json.dumps` (null fields and `<key>_json` text are read as the dataset stores them), or the JSON
+        text of releases before 1.4.0. Default: "{}".
     flip_edits (list[list[str]], optional): edits under which each input's designed answer flips (CaF's
         counterfactual), where the dataset gives them. Default: none.
 Returns:
@@ -119,15 +122,18 @@ def _checked_tasks(tasks: Sequence[str | None]) -> list[str | None]:
 
 
 def _checked_metadata(metadata: Sequence[str | None]) -> list[str]:
-    """The metadata JSON of each input ("{}" where not given); one that is no JSON object names its index."""
+    """The canonical metadata JSON of each input ("{}" where not given), read as a dataset stores it; one that is
+    no JSON object names its index."""
+    checked = []
     for index, text in enumerate(metadata):
         try:
-            valid = text is None or isinstance(json.loads(text), dict)
+            fields = json.loads(text) if text else {}
         except (TypeError, json.JSONDecodeError):
-            valid = False
-        if not valid:
+            fields = None
+        if not isinstance(fields, dict):
             raise ValueError(f"metadata[{index}] is not a JSON object: {text!r}")
-    return [text or "{}" for text in metadata]
+        checked.append(metadata_from_stored(fields))
+    return checked
 
 
 def compute_model_metric(

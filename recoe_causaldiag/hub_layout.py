@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import datasets
+import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
 from . import __version__
-from .api.records import FEATURES, PairRecord
+from .api.records import FEATURES, JSON_SUFFIX, PairRecord, without_nulls
 from .paths import staged_folder
 
 MANIFEST = "MANIFEST.json"
@@ -34,7 +35,7 @@ def _size_category(n: int) -> str:
 
 def render_card(
     template: str,
-    sizes: Mapping[str, tuple[int, int, int]],
+    sizes: Mapping[str, tuple[datasets.Features, int, int, int]],
     *,
     version: str,
     release_date: str,
@@ -42,14 +43,14 @@ def render_card(
     sections: Mapping[str, str] | None = None,
 ) -> str:
     """The card: the template's YAML header as `huggingface_hub.DatasetCardData`, completed with the size
-    category, the `configs` and the `dataset_info` of every config (features from the record schema; rows, arrow
+    category, the `configs` and the `dataset_info` of every config (its stored features; rows, arrow
     and parquet bytes, which also key the `datasets` cache, so a rebuilt folder is not served stale); its body with
     the `{{placeholders}}` filled: counts, version, date, seed, and any further `sections` by name."""
     from datasets.info import DatasetInfosDict
     from huggingface_hub import DatasetCardData
 
     header, body = _front_matter(template)
-    counts = {config: rows for config, (rows, _, _) in sizes.items()}
+    counts = {config: rows for config, (_, rows, _, _) in sizes.items()}
     card_data = DatasetCardData(
         **header,
         size_categories=[_size_category(sum(counts.values()))],
@@ -81,11 +82,60 @@ def _front_matter(template: str) -> tuple[dict[str, Any], str]:
     return yaml.safe_load(header), body
 
 
-def _dataset_info(config: str, rows: int, arrow_bytes: int, parquet_bytes: int) -> datasets.DatasetInfo:
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _typed_losslessly(values: Sequence[Any]) -> pa.Array | None:
+    """The values as an Arrow array when every value reads back from it as it was (a struct's added keys read as
+    null and left out); None when Arrow cannot type them or would change one (an integer made a float)."""
+    try:
+        array = pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None
+    if pa.types.is_null(array.type):
+        return None
+    back = array.to_pylist()
+    return array if all(_canonical(without_nulls(b)) == _canonical(v) for b, v in zip(back, values)) else None
+
+
+def metadata_column(metadata: Sequence[Mapping[str, Any]]) -> pa.StructArray:
+    """The `metadata` of a config's rows as one struct column (SPEC §3), a field per key any row has (null where a
+    row lacks it), typed as Arrow types the values; a key whose values Arrow cannot type without changing one is
+    stored as JSON text under `<key>_json`. `records.metadata_from_stored` reads every row back exactly."""
+    keys = sorted({key for fields in metadata for key in fields})
+    if not keys:
+        raise ValueError("every row's metadata is empty: a struct needs at least one field")
+    names, arrays = [], []
+    for key in keys:
+        values = [fields.get(key) for fields in metadata]
+        typed = _typed_losslessly(values)
+        if typed is None:
+            key, typed = (
+                key + JSON_SUFFIX,
+                pa.array([None if v is None else _canonical(v) for v in values], pa.string()),
+            )
+        names.append(key)
+        arrays.append(typed)
+    return pa.StructArray.from_arrays(arrays, names=names)
+
+
+def stored_rows(records: Sequence[PairRecord]) -> tuple[list[dict[str, Any]], datasets.Features]:
+    """The records as a dataset stores them, and the config's features: those of `FEATURES`, with `metadata` a
+    struct of the config's own fields."""
+    column = metadata_column([record.meta for record in records])
+    metadata = datasets.Features.from_arrow_schema(pa.schema([("metadata", column.type)]))["metadata"]
+    rows = [record.to_row() | {"metadata": fields} for record, fields in zip(records, column.to_pylist())]
+    return rows, datasets.Features({**FEATURES, "metadata": metadata})
+
+
+def _dataset_info(
+    config: str, features: datasets.Features, rows: int, arrow_bytes: int, parquet_bytes: int
+) -> datasets.DatasetInfo:
     splits = datasets.SplitDict()
     splits.add(datasets.SplitInfo(name="test", num_bytes=arrow_bytes, num_examples=rows))
     return datasets.DatasetInfo(
-        features=FEATURES,
+        features=features,
         config_name=config,
         splits=splits,
         download_size=parquet_bytes,
@@ -133,9 +183,10 @@ def write_hub_dataset(
         for config, records in configs.items():
             folder = staging / _config_dir(config)
             folder.mkdir(parents=True, exist_ok=True)
-            table = datasets.Dataset.from_list([r.to_row() for r in records], features=FEATURES)
+            rows, features = stored_rows(records)
+            table = datasets.Dataset.from_list(rows, features=features)
             _write_parquet(table, folder / SHARD)
-            sizes[config] = (len(records), table.data.nbytes, (folder / SHARD).stat().st_size)
+            sizes[config] = (features, len(records), table.data.nbytes, (folder / SHARD).stat().st_size)
         counts = {c: len(r) for c, r in configs.items()}
         card = render_card(
             card_template, sizes, version=version, release_date=release_date, seed=seed, sections=card_sections

@@ -39,4 +39,4 @@ def test_the_cards_example_row_is_the_first_row_load_dataset_returns(factcheck_d
 def test_the_card_cites_the_paper_with_its_arxiv_id_and_doi_and_says_what_is_out_of_scope(factcheck_dir):
     text = (factcheck_dir / "README.md").read_text(encoding="utf-8")
     assert f"eprint    = {{{PAPER_ARXIV}}}" in text and f"doi       = {{{PAPER_DOI}}}" in text
-    assert "**Out of scope:**" in text and "## Changes in 1.3.1" in text
+    assert "**Out of scope:**" in text and "## Changes in 1.4.0" in text and "## Changes in 1.3.1" in text

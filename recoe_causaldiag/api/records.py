@@ -49,7 +49,8 @@ class PairRecord:
     metadata: str = "{}"
 
     def to_row(self) -> dict[str, Any]:
-        """The record as a plain row for `datasets` / parquet."""
+        """The record as a plain row, `metadata` as its JSON text (`hub_layout.stored_rows` stores it as a
+        struct)."""
         row = asdict(self)
         for key in ("choices", "edits", "counter_edits", "flip_edits"):
             row[key] = list(row[key])
@@ -59,7 +60,8 @@ class PairRecord:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> PairRecord:
-        """Rebuild a record from a dataset row (the inverse of `to_row`)."""
+        """Rebuild a record from a row: one of `to_row`, or one as a dataset stores it (`metadata` a struct from
+        1.4.0 on, JSON text before)."""
         missing = [f for f in FEATURES if f not in row]
         if missing:
             raise RecordError(str(row.get("id", "?")), missing[0], "missing")
@@ -76,7 +78,7 @@ class PairRecord:
             rewrites=tuple(Rewrite.from_row(r) for r in row["rewrites"] or ()),
             counter_rewrites=tuple(Rewrite.from_row(r) for r in row["counter_rewrites"] or ()),
             flip_edits=tuple(row["flip_edits"] or ()),
-            metadata=row["metadata"],
+            metadata=metadata_from_stored(row["metadata"]),
         )
 
     @property
@@ -145,6 +147,11 @@ def validate_record(record: PairRecord) -> None:
         raise RecordError(row, "metadata", f"not valid JSON ({err})") from None
     if not isinstance(meta, dict):
         raise RecordError(row, "metadata", "must be a JSON object")
+    reserved = [key for key in meta if key.endswith(JSON_SUFFIX)]
+    if reserved:
+        raise RecordError(row, "metadata", f"key {reserved[0]!r}: names ending in {JSON_SUFFIX!r} are reserved")
+    if (null := _null_path(meta)) is not None:
+        raise RecordError(row, "metadata", f"{null} is null; leave the key out instead")
 
 
 def validate_records(records: Iterable[PairRecord]) -> list[PairRecord]:
@@ -158,6 +165,50 @@ def validate_records(records: Iterable[PairRecord]) -> list[PairRecord]:
         seen.add(record.id)
         out.append(record)
     return out
+
+
+JSON_SUFFIX = "_json"
+"""A stored metadata field whose values Arrow cannot type without changing them (a value that is text in one row
+and an object in another, an integer that would become a float) is stored as JSON text under `<key>_json`."""
+
+
+def _null_path(value: Any, path: str = "metadata") -> str | None:
+    """Where an object of `value` holds a null (a struct stores a missing key as null, so none may be one)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = f"{path}.{key}" if item is None else _null_path(item, f"{path}.{key}")
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            if (found := _null_path(item, f"{path}[{index}]")) is not None:
+                return found
+    return None
+
+
+def without_nulls(value: Any) -> Any:
+    """`value` with every null-valued key of its objects left out (how a struct's missing keys read back)."""
+    if isinstance(value, dict):
+        return {key: without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [without_nulls(item) for item in value]
+    return value
+
+
+def metadata_from_stored(stored: str | Mapping[str, Any] | None) -> str:
+    """The metadata's canonical JSON from its stored form: a struct (from dataset version 1.4.0; null fields are
+    keys the row does not have, `<key>_json` fields hold JSON text), or the JSON text of earlier versions."""
+    if isinstance(stored, str):
+        return stored
+    fields: dict[str, Any] = {}
+    for name, value in (stored or {}).items():
+        if value is None:
+            continue
+        if name.endswith(JSON_SUFFIX):
+            fields[name.removesuffix(JSON_SUFFIX)] = json.loads(value)
+        else:
+            fields[name] = without_nulls(value)
+    return metadata_json(**fields)
 
 
 def metadata_json(**fields: Any) -> str:
