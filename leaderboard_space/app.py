@@ -21,7 +21,9 @@ from recoe_causaldiag.leaderboard.render import (
     BOARD_LEGEND,
     CELL_KEY,
     DEFAULT_COLUMNS,
+    MODEL_SIZES,
     QUEUE_HEADERS,
+    UNKNOWN_SIZE,
     BoardFilter,
     board_frame,
     board_plot,
@@ -75,11 +77,19 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
 
     @unavailable_as_error
     def show_board(
-        search: str, task: str, editor: str, explanations: str, precision: str, columns: list[str] | None
+        search: str,
+        task: str,
+        editor: str,
+        explanations: str,
+        precision: str,
+        size: str,
+        columns: list[str] | None,
     ) -> tuple[gr.Dataframe, object, list[dict], list[str]]:
         """The Leaderboard tab for a filter: its typed table (the chosen columns), plot, records (for the
         drill-down) and the shown board as CSV and parquet."""
-        filters = BoardFilter(search or "", task or ALL, editor or ALL, explanations or ALL, precision or ALL)
+        filters = BoardFilter(
+            search or "", task or ALL, editor or ALL, explanations or ALL, precision or ALL, size or ALL
+        )
         records = board_records(leaderboard.board(), filters)
         chosen = [c for c in BOARD_COLUMNS if c == "#" or c in (columns or DEFAULT_COLUMNS)]
         frame = board_frame(records, chosen, digits=3, links=True)
@@ -174,6 +184,9 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
                 precision_filter = gr.Dropdown(
                     [ALL, *PRECISIONS], value=ALL, label="Precision", elem_id="board-precision"
                 )
+                size_filter = gr.Dropdown(
+                    [ALL, *MODEL_SIZES, UNKNOWN_SIZE], value=ALL, label="Model size", elem_id="board-size"
+                )
             columns = gr.CheckboxGroup(
                 [c for c in BOARD_COLUMNS if c != "#"],
                 value=list(DEFAULT_COLUMNS),
@@ -196,10 +209,11 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
                 drill_files = gr.File(label="Download (CSV, parquet)", file_count="multiple", elem_id="drill-download")
             with gr.Accordion("Cite", open=False, elem_id="board-cite"):
                 gr.Code(BIBTEX, language=None, label="BibTeX", elem_id="board-bibtex")
-            filters = [search, task, editor_filter, explanations_filter, precision_filter, columns]
+            filters = [search, task, editor_filter, explanations_filter, precision_filter, size_filter, columns]
             shown_board = [table, plot, records, board_files]
             triggers = (refresh.click, search.submit, task.change, columns.change)
-            for trigger in (*triggers, editor_filter.change, explanations_filter.change, precision_filter.change):
+            chosen = (editor_filter, explanations_filter, precision_filter, size_filter)
+            for trigger in (*triggers, *(dropdown.change for dropdown in chosen)):
                 trigger(show_board, filters, shown_board, api_name=False)
             table.select(drill_down, [records], [drill_title, drill_table, drill_files], api_name=False)
         with gr.Tab("Submit", elem_id="tab-submit"):

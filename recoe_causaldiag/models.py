@@ -50,7 +50,7 @@ class LanguageModel:
     @property
     def identity(self) -> ModelIdentity:
         """Which weights these are, in which dtype and on which device (what a run spec records)."""
-        return ModelIdentity(self.name, self.revision, self.dtype, str(self.device))
+        return ModelIdentity(self.name, self.revision, self.dtype, str(self.device), self.model.num_parameters())
 
     @property
     def pad_token_id(self) -> int:

@@ -35,7 +35,7 @@ from .scoring import ScoringEngine
 from .statistics import Estimate, diagnosticity_from_d, holm
 from .task_pairs import TaskPairs, iter_task_pairs
 
-SCHEMA_VERSION = "1.5"
+SCHEMA_VERSION = "1.6"
 """1.1: per-pair rows name their pair `pair_id` (1.0: `id`, still read) and `run_spec` is resolved to what ran.
 1.2: model-side controls: swapped-roles statistics (`d_swap…`, `d_sym…`) in results and per-pair rows, two-sided and
 no-edit edit reliability, task `accuracy`, per-pair `pair_controls`; `p_value` is the exact sign test (1.0-1.1: the

@@ -156,7 +156,7 @@ def test_per_pair_rows_reproduce_every_figure_of_the_results_file(factcheck, ana
     ran = run_spec.resolved(identity, [task.dataset for task in tasks], "test")
     write_results(ScoredRun(ran, tasks).document(), tmp_path / "r.json")
     doc = json.loads((tmp_path / "r.json").read_text())
-    assert doc["schema_version"] == "1.5" and doc["run_spec"]["swap"] is True
+    assert doc["schema_version"] == "1.6" and doc["run_spec"]["swap"] is True
 
     rows = [PairScoreRow.from_json(r) for r in doc["pairs"]]
     assert [r.to_json() for r in rows] == doc["pairs"]

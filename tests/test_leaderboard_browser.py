@@ -105,7 +105,7 @@ def seeded_space(tmp_path):
             for i in range(n)
         ]
     doc = {
-        "model": {"name": SEEDED_MODEL, "revision": "0123abc", "dtype": "float32"},
+        "model": {"name": SEEDED_MODEL, "revision": "0123abc", "dtype": "float32", "parameters": 134_515_008},
         "editor": "ice",
         "explanations": "synthetic",
         "dataset_versions": {"factcheck": "1.3.0", "analogy": "1.3.0"},
@@ -363,6 +363,17 @@ def test_a_seeded_board_sorts_numerically_filters_by_task_drills_down_and_downlo
         wait.until(ec.element_to_be_clickable(option)).click()
         wait_for(lambda: column("task") == ["analogy"], 30, "the task filter to keep only analogy", poll_s=1)
         assert column("n") == ["30"]
+
+        # The model-size filter: the seeded model (0.135 B parameters) is under 1B, so "1B to 10B" shows nothing.
+        size = browser.find_element(By.CSS_SELECTOR, "#board-size input")
+        size.click()
+        option = (By.CSS_SELECTOR, "#board-size [data-value='1B to 10B'], li[aria-label='1B to 10B']")
+        wait.until(ec.element_to_be_clickable(option)).click()
+        wait_for(lambda: table(browser, "board-table") == [], 30, "the size filter to hide the 0.135 B model", poll_s=1)
+        size.click()
+        option = (By.CSS_SELECTOR, "#board-size [data-value='under 1B'], li[aria-label='under 1B']")
+        wait.until(ec.element_to_be_clickable(option)).click()
+        wait_for(lambda: column("task") == ["analogy"], 30, "the size filter to show it again", poll_s=1)
         wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#board-plot .js-plotly-plot")))
         browser.execute_script("document.querySelector('#board-cite .label-wrap').click()")
         bibtex = wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#board-bibtex")))

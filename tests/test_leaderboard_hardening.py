@@ -335,7 +335,7 @@ def test_the_leaderboard_tab_and_api_render_around_poisoned_rows(tmp_path):
     assert list(table["model"][invalid]) == [f"job{j}" for j in range(3, 3 + len(POISONS))]
     assert table["D"][invalid].isna().all()
     assert api.outputs[0].postprocess(table).data
-    shown_table, plot, records, files = tab.fn("", "factcheck", "all", "all", "all", None)
+    shown_table, plot, records, files = tab.fn("", "factcheck", "all", "all", "all", "all", None)
     assert len(shown_table.value["data"]) == len(table) and tab.outputs[1].postprocess(plot) is not None
     assert any(label.startswith(MATHTEXT) for label in drawn(plot)) and len(records) == len(table)
     assert [Path(f).suffix for f in files] == [".csv", ".parquet"] and len(pd.read_parquet(files[1])) == len(table)

@@ -93,6 +93,18 @@ def test_transitions_pending_running_finished_and_failed(db_url):
     assert again.duplicate and again.job.id == other.id
 
 
+def test_a_worker_records_the_parameter_count_of_the_model_it_loaded(db_url):
+    queue = JobQueue.open(db_url)
+    queue.submit(REQUEST, "alice", pair_cap=None)
+
+    def runner(job, task, write):
+        return TaskOutcome("1.0.0", rows(task, 1), parameters=134_515_008)
+
+    finished = Worker(queue, LeaderboardSettings(db_url=db_url), runner=runner, name="w1").run_once()
+    assert finished.status == FINISHED
+    assert {s.parameters for s in queue.finished_scores()} == {134_515_008}
+
+
 def test_a_resubmitted_failed_job_keeps_the_tasks_it_stored(db_url):
     queue = JobQueue.open(db_url)
     queue.submit(REQUEST, "alice", pair_cap=None)

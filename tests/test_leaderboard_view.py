@@ -4,17 +4,20 @@ columns, the drill-down to a cell's per-pair scores with its downloads, and the 
 from __future__ import annotations
 
 import importlib.util
+import math
 from datetime import datetime
 from pathlib import Path
 
 import gradio as gr
 import pandas as pd
+import pytest
 import yaml
 
 from recoe_causaldiag import __version__
 from recoe_causaldiag.api.rows import PairScoreRow
 from recoe_causaldiag.citation import BIBTEX
 from recoe_causaldiag.leaderboard.board import compute_board
+from recoe_causaldiag.leaderboard.integrity import InvalidData
 from recoe_causaldiag.leaderboard.queue import MODEL_JOB, FinishedScore, JobQueue, JobRequest
 from recoe_causaldiag.leaderboard.render import (
     BOARD_COLUMNS,
@@ -94,6 +97,24 @@ def test_each_cell_shows_when_the_job_behind_its_figures_was_submitted(tmp_path)
     assert board_records(in_memory)[0]["submitted (UTC)"] == "", "a score that never went through a queue"
 
 
+def test_the_board_shows_each_models_parameter_count_and_filters_by_size_class(tmp_path):
+    queue = JobQueue.open(f"sqlite:///{tmp_path / 'q.sqlite'}")
+    for model, parameters in (("org/small", 134_515_008), ("org/mid", 1_543_714_304), ("org/unknown", None)):
+        request = JobRequest(MODEL_JOB, model, "main", "auto", "ice", "synthetic", ("factcheck",), ("good",))
+        queue.store_finished(request, "results file", [("factcheck", "1.4.0", rows("good", 15, 20))], "", parameters)
+    board = compute_board(queue.finished_scores())
+    shown = {r["model"]: r["params (B)"] for r in board_records(board)}
+    assert shown["org/small"] == 0.134515008 and shown["org/mid"] == 1.543714304 and math.isnan(shown["org/unknown"])
+    for size, models in (("under 1B", ["org/small"]), ("1B to 10B", ["org/mid"]), ("unknown", ["org/unknown"])):
+        assert [r["model"] for r in board_records(board, BoardFilter(size=size))] == models, size
+    assert board_records(board, BoardFilter(size="10B to 100B")) == []
+    request = JobRequest(MODEL_JOB, "org/x", "main", "auto", "ice", "synthetic", ("factcheck",), ("good",))
+    for garbage in (-5, 0, True, "7B", 10**15):
+        with pytest.raises(InvalidData, match="parameter count"):
+            queue.store_finished(request, "results file", [("factcheck", "1.4.0", rows("good", 1, 2))], "", garbage)
+    assert len(queue.jobs()) == 3, "a refused count stores nothing"
+
+
 def test_the_drill_down_shows_and_downloads_the_cells_per_pair_scores(tmp_path):
     url = f"sqlite:///{tmp_path / 'q.sqlite'}"
     queue = JobQueue.open(url)
@@ -106,11 +127,13 @@ def test_the_drill_down_shows_and_downloads_the_cells_per_pair_scores(tmp_path):
     functions = list(app.build(Leaderboard(LeaderboardSettings(db_url=url))).fns.values())
     tab = next(f for f in functions if f.fn.__name__ == "show_board")
     select = next(f for f in functions if f.fn.__name__ == "drill_down")
-    table, _, records, board_files = tab.fn("", "all", "all", "all", "all", None)
+    table, _, records, board_files = tab.fn("", "all", "all", "all", "all", "all", None)
     assert pd.read_csv(board_files[0])["D"].tolist() == [0.75, 0.2]
-    assert tab.fn("", "all", "all", "all", "all", None)[3] == board_files, "the same board is written once"
-    assert tab.fn("", "all", "all", "all", "all", ["D"])[0].value["headers"] == ["#", "D"], "the rank always shows"
-    assert tab.fn("bad", "all", "all", "all", "all", None)[3] != board_files
+    assert tab.fn("", "all", "all", "all", "all", "all", None)[3] == board_files, "the same board is written once"
+    assert tab.fn("", "all", "all", "all", "all", "all", ["D"])[0].value["headers"] == ["#", "D"], (
+        "the rank always shows"
+    )
+    assert tab.fn("bad", "all", "all", "all", "all", "all", None)[3] != board_files
     bad = next(r for r in records if r["metric"] == "bad")
     assert bad[CELL_KEY][1:] == ("factcheck", "bad", "v")
     event = gr.SelectData(None, {"index": [1, 2], "value": "bad", "row_value": [bad["#"], "org/a", "bad"]})

@@ -175,8 +175,14 @@ def test_a_results_files_run_spec_reruns_the_same_job_exactly(default_lm, factch
         datasets=again.datasets,
         package_version=__version__,
     )
+    assert written["model"]["parameters"] == default_lm.model.num_parameters() == 134_515_008
     second = run(again, lm=default_lm, data_dir=factcheck_dir.parent, progress=False)
     assert second["pairs"] == first["pairs"] and len(first["pairs"]) == 4 * 2
+    before_1_6 = dataclasses.replace(again, model_identity=dataclasses.replace(again.model_identity, parameters=None))
+    assert run(before_1_6, lm=default_lm, data_dir=factcheck_dir.parent, progress=False)["pairs"] == first["pairs"]
+    miscounted = dataclasses.replace(again, model_identity=dataclasses.replace(again.model_identity, parameters=1))
+    with pytest.raises(ValueError, match="parameters 1, but"):
+        run(miscounted, lm=default_lm, data_dir=factcheck_dir.parent, progress=False)
     assert second["run_spec"] == RunSpec.from_dict(written["run_spec"]).to_dict()
     assert [r["pair_id"] for r in written["pairs"][:4]] == [p.id for p in select_pairs(load_pairs(factcheck_dir), 4, 3)]
 

@@ -37,6 +37,13 @@ class ModelIdentity:
     revision: str
     dtype: str
     device: str
+    parameters: int | None = None
+    """How many parameters the loaded model has (None in results files before schema 1.6)."""
+
+    def same_model(self, loaded: ModelIdentity) -> bool:
+        """Whether `loaded` is this model, as loaded: every field equal, the parameter count where this records
+        one."""
+        return replace(self, parameters=loaded.parameters if self.parameters is None else self.parameters) == loaded
 
 
 @dataclass(frozen=True)
@@ -167,7 +174,7 @@ class RunSpec:
 
     def check_model(self, loaded: ModelIdentity) -> None:
         """ValueError when this spec is pinned to another model than the one loaded."""
-        if self.model_identity is not None and self.model_identity != loaded:
+        if self.model_identity is not None and not self.model_identity.same_model(loaded):
             raise ValueError(
                 f"the run spec records the model {_describe(self.model_identity)}, but {_describe(loaded)} was loaded"
             )

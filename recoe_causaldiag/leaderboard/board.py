@@ -28,7 +28,9 @@ class BoardRow:
     family per model configuration: every task and metric variant it was scored on), the mean over its rankable
     tasks of the coverage-aware D (a declined pair counts as a tie; tasks with fewer than `MIN_N_VALID` scored
     pairs left out; NaN when none is left), and the metric variant's Copeland score over every (task, model
-    configuration) on the board (NaN where it entered no comparison)."""
+    configuration) on the board (NaN where it entered no comparison). `submitted` holds, per task, when the job
+    whose scores the cell shows was submitted (naive UTC; None where unknown); `parameters` how many parameters the
+    model has, as the newest job of the configuration that recorded one says (None where none did)."""
 
     model: str
     revision: str
@@ -42,6 +44,7 @@ class BoardRow:
     mean: float
     copeland: float
     submitted: Mapping[str, datetime | None]
+    parameters: int | None
 
     @property
     def metric_label(self) -> str:
@@ -71,13 +74,17 @@ class Board:
 
 def _latest_per_cell(
     scores: Sequence[FinishedScore],
-) -> tuple[dict[tuple, dict[str, float]], dict[tuple, datetime | None]]:
-    """(configuration, task, metric, variant) → pair id → d, from the newest job that scored the cell; and the cell
-    → when that job was submitted."""
+) -> tuple[dict[tuple, dict[str, float]], dict[tuple, datetime | None], dict[tuple, int]]:
+    """(configuration, task, metric, variant) → pair id → d, from the newest job that scored the cell; the cell →
+    when that job was submitted; and configuration → its model's parameter count, from the newest job that
+    recorded one."""
     newest: dict[tuple, int] = {}
     cells: dict[tuple, dict[str, float]] = defaultdict(dict)
     submitted: dict[tuple, datetime | None] = {}
-    for score in scores:
+    parameters: dict[tuple, int] = {}
+    for score in sorted(scores, key=lambda s: s.job_id):
+        if score.parameters is not None:
+            parameters[score.configuration] = score.parameters
         key = (*score.configuration, score.row.task, score.row.metric, score.row.variant)
         if newest.setdefault(key, score.job_id) < score.job_id:
             newest[key] = score.job_id
@@ -85,7 +92,7 @@ def _latest_per_cell(
         if newest[key] == score.job_id:
             cells[key][score.row.pair_id] = score.row.d
             submitted[key] = score.submitted_at
-    return cells, submitted
+    return cells, submitted, parameters
 
 
 def _invalid_rows(invalid: Sequence[InvalidScore]) -> dict[tuple, InvalidRow]:
@@ -104,7 +111,7 @@ def compute_board(
     no rankable task come last. A job's cell holding an `invalid` score is left out whole (its valid scores too)
     and listed in `Board.invalid`."""
     left_out = _invalid_rows(invalid)
-    cells, submitted = _latest_per_cell([score for score in scores if score.cell not in left_out])
+    cells, submitted, parameters = _latest_per_cell([score for score in scores if score.cell not in left_out])
     tasks = tuple(sorted({key[5] for key in cells}))
     per_row: dict[tuple, dict[str, Estimate]] = defaultdict(dict)
     submitted_per_row: dict[tuple, dict[str, datetime | None]] = defaultdict(dict)
@@ -129,6 +136,7 @@ def compute_board(
                 mean=float(np.mean(values)) if values else math.nan,
                 copeland=wins.get(label, math.nan),
                 submitted=submitted_per_row[key],
+                parameters=parameters.get(key[:5]),
             )
         )
     rows.sort(key=lambda r: (-(r.mean if not math.isnan(r.mean) else -1.0), r.model, r.metric, r.variant))

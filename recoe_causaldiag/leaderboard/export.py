@@ -21,13 +21,15 @@ configs:
 ---
 # Causal diagnosticity leaderboard results
 
-`leaderboard.json`: one row per model configuration × metric variant, with per-task diagnosticity (mean of d
+`leaderboard.json`: one row per model configuration × metric variant, with the model's parameter count
+(`parameters`, null where unknown), per-task diagnosticity (mean of d
 over valid pairs, 95% CI, exact sign test against 0.5 as `p_value` and Holm-adjusted within the model
 configuration as `p_adjusted`, the paper's t-test as `p_ttest`, coverage and coverage-aware D, and `submitted_at`,
 when the job behind the figures was submitted, UTC), the mean over tasks of the coverage-aware D and the Copeland
 score.
 `pairs.jsonl`: every per-pair score of every finished job (`d` = 1 if the faithful explanation scores higher,
-0.5 on a tie, 0 if lower; null where the metric could not score), with the job's `submitted_at` (UTC).
+0.5 on a tie, 0 if lower; null where the metric could not score), with the job's `submitted_at` (UTC) and
+its model's `parameters`.
 """
 
 
@@ -45,6 +47,7 @@ def board_document(board: Board) -> list[dict]:
             "explanations": r.explanations,
             "metric": r.metric,
             "variant": r.variant,
+            "parameters": r.parameters,
             "tasks": {
                 t: without_nans(asdict(e) | {"p_adjusted": r.p_adjusted[t], "submitted_at": _iso(r.submitted[t])})
                 for t, e in r.per_task.items()

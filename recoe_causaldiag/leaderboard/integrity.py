@@ -99,6 +99,20 @@ def check_row(row: PairScoreRow) -> PairScoreRow:
     return replace(row, score_faithful=faithful, score_unfaithful=unfaithful, d=d)
 
 
+MAX_PARAMETERS = 10**14
+"""More parameters than any model has: a larger stored count is garbage, not a model size."""
+
+
+def check_parameters(value: Any) -> int | None:
+    """A model's parameter count as stored or about to be: None (unknown) or a positive integer under
+    `MAX_PARAMETERS`; InvalidData otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < MAX_PARAMETERS:
+        raise InvalidData(f"the model's parameter count {str(value)[:40]!r} is no positive integer")
+    return value
+
+
 def stored_row(stored: Mapping[str, Any]) -> PairScoreRow:
     """A per-pair score as read back from the database (NULL for an unscored number), checked as `check_row` checks
     a row before it is stored: a row written around the queue raises InvalidData here instead of reaching the

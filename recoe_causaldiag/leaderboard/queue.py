@@ -16,7 +16,7 @@ from sqlalchemy import Connection, DateTime, Engine, delete, func, insert, selec
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from ..api.rows import PairScoreRow
-from .integrity import InvalidData, check_name, check_row, public_model_name, stored_row
+from .integrity import InvalidData, check_name, check_parameters, check_row, public_model_name, stored_row
 from .schema import READ_OPTION, QueueBusy, approvals, deployment, job_tasks, jobs, make_engine, pair_scores
 
 PENDING, RUNNING, FINISHED, FAILED = "PENDING", "RUNNING", "FINISHED", "FAILED"
@@ -126,8 +126,9 @@ class Job:
 
 @dataclass(frozen=True)
 class FinishedScore:
-    """One stored per-pair score of a finished job, with the job's model configuration and when the job was
-    submitted (naive UTC; None for a score that never went through a queue)."""
+    """One stored per-pair score of a finished job, with the job's model configuration, when the job was submitted
+    (naive UTC) and how many parameters its model has (None where unknown or for a score that never went through a
+    queue)."""
 
     job_id: int
     model: str
@@ -137,6 +138,7 @@ class FinishedScore:
     explanations: str
     row: PairScoreRow
     submitted_at: datetime | None = None
+    parameters: int | None = None
 
     @property
     def configuration(self) -> tuple[str, str, str, str, str]:
@@ -144,10 +146,12 @@ class FinishedScore:
         return self.model, self.revision, self.precision, self.editor, self.explanations
 
     def to_json(self) -> dict[str, Any]:
-        """The job's configuration, its submission time (ISO 8601, UTC) and the row, flat (NaN as null)."""
+        """The job's configuration, its submission time (ISO 8601, UTC), its model's parameter count and the row,
+        flat (NaN as null)."""
         return {
             "job_id": self.job_id,
             "submitted_at": None if self.submitted_at is None else self.submitted_at.isoformat(timespec="seconds"),
+            "parameters": self.parameters,
             "model": self.model,
             "revision": self.revision,
             "precision": self.precision,
@@ -207,7 +211,8 @@ def _stored_score(stored: Mapping[str, Any]) -> FinishedScore | InvalidScore:
             raise InvalidData("the job's model configuration is not text")
         if not isinstance(stored["created_at"], datetime):
             raise InvalidData("the job's submission time is not a time")
-        return FinishedScore(stored["job_id"], *configuration, stored_row(stored), stored["created_at"])
+        parameters = check_parameters(stored["parameters"])
+        return FinishedScore(stored["job_id"], *configuration, stored_row(stored), stored["created_at"], parameters)
     except InvalidData as err:
         names = (str(stored[column]) for column in ("task", "metric", "variant"))
         return InvalidScore(stored["job_id"], *map(str, configuration), *names, str(err))
@@ -510,12 +515,21 @@ class JobQueue:
             return set(conn.execute(select(job_tasks.c.task).where(job_tasks.c.job_id == job_id)).scalars())
 
     def record_task(
-        self, job_id: int, worker: str, task: str, dataset_version: str, seconds: float, rows: Sequence[PairScoreRow]
+        self,
+        job_id: int,
+        worker: str,
+        task: str,
+        dataset_version: str,
+        seconds: float,
+        rows: Sequence[PairScoreRow],
+        parameters: int | None = None,
     ) -> bool:
         """Store one task's per-pair scores (their evaluated direction) and mark the task done, in one transaction,
         only while `worker` still holds the job and the task is not stored yet; False (nothing written) otherwise.
-        A row that fails `integrity.check_row` raises InvalidData and nothing is written."""
+        `parameters`, the evaluated model's parameter count where known, is recorded on the job. A row that fails
+        `integrity.check_row` (or a count that is no positive integer) raises InvalidData and nothing is written."""
         checked = [check_row(row.evaluated_direction()) for row in rows]
+        counted = {} if parameters is None else {"parameters": check_parameters(parameters)}
         strays = sorted({row.task for row in checked} - {task})
         if strays:
             raise ValueError(f"rows of task(s) {', '.join(strays)} cannot be stored as task {task}")
@@ -523,7 +537,7 @@ class JobQueue:
             owned = conn.execute(
                 update(jobs)
                 .where(jobs.c.id == job_id, jobs.c.worker == worker, jobs.c.status == RUNNING)
-                .values(heartbeat_at=self.now())
+                .values(heartbeat_at=self.now(), **counted)
             )
             stored = conn.execute(
                 select(job_tasks.c.task).where(job_tasks.c.job_id == job_id, job_tasks.c.task == task)
@@ -641,6 +655,7 @@ class JobQueue:
                 jobs.c.editor,
                 jobs.c.explanations,
                 jobs.c.created_at,
+                jobs.c.parameters,
                 pair_scores.c.task,
                 pair_scores.c.metric,
                 pair_scores.c.variant,
@@ -660,14 +675,22 @@ class JobQueue:
         )
 
     def store_finished(
-        self, request: JobRequest, submitter: str, tasks: Iterable[tuple[str, str, Sequence[PairScoreRow]]], log: str
+        self,
+        request: JobRequest,
+        submitter: str,
+        tasks: Iterable[tuple[str, str, Sequence[PairScoreRow]]],
+        log: str,
+        parameters: int | None = None,
     ) -> Submission:
-        """A job that is FINISHED on arrival (a pre-computed results file), with its per-pair scores; a row that
-        fails `integrity.check_row` raises InvalidData before anything is written."""
+        """A job that is FINISHED on arrival (a pre-computed results file), with its per-pair scores and its model's
+        parameter count where known; a row that fails `integrity.check_row` (or a count that is no positive
+        integer) raises InvalidData before anything is written."""
         tasks = list(tasks)
         for _, _, rows in tasks:
             for row in rows:
                 check_row(row.evaluated_direction())
+        if parameters is not None:
+            check_parameters(parameters)
         submission = self.submit(request, submitter, pair_cap=None)
         if submission.duplicate:
             return submission
@@ -679,7 +702,7 @@ class JobQueue:
                 .values(status=RUNNING, worker=worker, started_at=self.now(), heartbeat_at=self.now(), attempts=1)
             )
         for task, version, rows in tasks:
-            self.record_task(job_id, worker, task, version, 0.0, rows)
+            self.record_task(job_id, worker, task, version, 0.0, rows, parameters)
         self.finish(job_id, worker, log)
         return Submission(self.get(job_id), duplicate=False)
 

@@ -67,12 +67,14 @@ BOARD_LEGEND = (
     f"a loss), Holm-adjusted p < {ALPHA} within each model configuration. Mean D and Copeland (per model "
     "configuration and metric variant, over its tasks) count a declined pair as a tie (0.5) and skip a task with "
     f"fewer than {MIN_N_VALID} scored pairs; an empty number: nothing to rank; {INVALID_ROW}: stored scores that fail "
-    "the checks, left out of the board. Click a row for its per-pair scores."
+    "the checks, left out of the board. params (B): the model's parameter count in billions, as counted when it was "
+    "loaded for the job (empty where unknown). Click a row for its per-pair scores."
 )
 
 BOARD_COLUMNS: dict[str, str] = {
     "#": "number",
     "model": "markdown",  # shown as a link (`board_frame(links=True)`)
+    "params (B)": "number",
     "revision": "str",
     "precision": "str",
     "editor": "str",
@@ -104,21 +106,40 @@ _HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]
 REVISION_CHARS = 120
 
 
+UNKNOWN_SIZE = "unknown"
+MODEL_SIZES: dict[str, tuple[float, float]] = {
+    "under 1B": (0.0, 1e9),
+    "1B to 10B": (1e9, 1e10),
+    "10B to 100B": (1e10, 1e11),
+    "100B and over": (1e11, math.inf),
+}
+"""The model-size classes the board filters by: parameter counts in [low, high)."""
+
+
+def size_class(parameters: int | None) -> str:
+    """The model-size class of a parameter count (`UNKNOWN_SIZE` where no job recorded one)."""
+    if parameters is None:
+        return UNKNOWN_SIZE
+    return next(name for name, (low, high) in MODEL_SIZES.items() if low <= parameters < high)
+
+
 @dataclass(frozen=True)
 class BoardFilter:
     """Which board rows are shown: `search` in the model or metric (case-insensitive), and a task, editor,
-    explanation source and precision, each `all` or one value."""
+    explanation source, precision and model-size class (`MODEL_SIZES` or `UNKNOWN_SIZE`), each `all` or one value."""
 
     search: str = ""
     task: str = ALL
     editor: str = ALL
     explanations: str = ALL
     precision: str = ALL
+    size: str = ALL
 
-    def keeps(self, texts: Sequence[str], task: str, editor: str, explanations: str, precision: str) -> bool:
+    def keeps(self, texts: Sequence[str], task: str, editor: str, explanations: str, precision: str, size: str) -> bool:
         needle = self.search.strip().lower()
         chosen = zip(
-            (self.task, self.editor, self.explanations, self.precision), (task, editor, explanations, precision)
+            (self.task, self.editor, self.explanations, self.precision, self.size),
+            (task, editor, explanations, precision, size),
         )
         return (not needle or any(needle in text.lower() for text in texts)) and all(
             asked in ("", ALL) or asked == value for asked, value in chosen
@@ -131,7 +152,7 @@ def matching_rows(board: Board, filters: BoardFilter = BoardFilter()) -> list[tu
         (r, t)
         for r in board.rows
         for t in sorted(r.per_task)
-        if filters.keeps((r.model, r.metric_label), t, r.editor, r.explanations, r.precision)
+        if filters.keeps((r.model, r.metric_label), t, r.editor, r.explanations, r.precision, size_class(r.parameters))
     ]
 
 
@@ -146,6 +167,7 @@ def matching_invalid(board: Board, filters: BoardFilter = BoardFilter()) -> list
             r.first.editor,
             r.first.explanations,
             r.first.precision,
+            UNKNOWN_SIZE,
         )
     ]
 
@@ -169,6 +191,7 @@ def board_records(board: Board, filters: BoardFilter = BoardFilter()) -> list[di
         records.append(
             {
                 "model": shown(r.model),
+                "params (B)": math.nan if r.parameters is None else r.parameters / 1e9,
                 "revision": shown(r.revision, REVISION_CHARS),
                 "precision": shown(r.precision),
                 "editor": shown(r.editor),

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     Column,
     Connection,
     DateTime,
@@ -54,6 +56,7 @@ jobs = Table(
     Column("started_at", DateTime),
     Column("heartbeat_at", DateTime),
     Column("finished_at", DateTime),
+    Column("parameters", BigInteger),
 )
 
 job_tasks = Table(
@@ -178,7 +181,7 @@ def _sqlite_begin(database: DatabaseFile, read_timeout_s: float):
     return begin
 
 
-SCHEMA_REVISION = "0001"
+SCHEMA_REVISION = "0002"
 """The newest migration in `migrations/versions/`: what `migrate` brings every database to."""
 PRE_MIGRATIONS_REVISION = "0001"
 """The revision whose tables a database made before migrations existed holds (it is stamped with it)."""
@@ -193,6 +196,16 @@ def schema_revision(connection: Connection) -> str | None:
     return connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
 
 
+def alembic_config(connection: Connection) -> Any:
+    """The Alembic configuration of the queue's migrations, run on `connection`."""
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
+    config.attributes["connection"] = connection
+    return config
+
+
 def migrate(engine: Engine) -> None:
     """Bring the database to `SCHEMA_REVISION` with the migrations in `migrations/` (Alembic): a new database gets
     every table, one made before migrations existed is stamped with the revision its tables match, then upgraded.
@@ -201,14 +214,11 @@ def migrate(engine: Engine) -> None:
         if schema_revision(connection) == SCHEMA_REVISION:
             return
     from alembic import command
-    from alembic.config import Config
 
-    config = Config()
-    config.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
     with engine.begin() as connection:
         if connection.dialect.name == "postgresql":
             connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
-        config.attributes["connection"] = connection
+        config = alembic_config(connection)
         if schema_revision(connection) is None and inspect(connection).has_table("jobs"):
             command.stamp(config, PRE_MIGRATIONS_REVISION)
         command.upgrade(config, "head")

@@ -12,7 +12,8 @@ from .queue import MODEL_JOB, JobQueue, JobRequest, Submission
 
 
 def import_results(queue: JobQueue, path: Path) -> Submission:
-    """Store a results file as one FINISHED job (a duplicate of an already imported file is answered as such)."""
+    """Store a results file as one FINISHED job, with its model's parameter count where the file records it (results
+    schema 1.6 on); a duplicate of an already imported file is answered as such."""
     doc = json.loads(Path(path).read_text(encoding="utf-8"))
     model = doc["model"]
     versions: dict[str, str] = doc["dataset_versions"]
@@ -37,6 +38,7 @@ def import_results(queue: JobQueue, path: Path) -> Submission:
         f"results file {Path(path).name}",
         tasks,
         f"imported from {Path(path).name} (created {doc.get('created_at', '?')})",
+        model.get("parameters"),
     )
 
 

@@ -31,10 +31,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class TaskOutcome:
-    """One task of a job, evaluated: the dataset version and one row per (metric, variant, pair)."""
+    """One task of a job, evaluated: the dataset version, one row per (metric, variant, pair) and how many
+    parameters the evaluated model has (None where the worker did not load it)."""
 
     dataset_version: str
     rows: Sequence[PairScoreRow]
+    parameters: int | None = None
 
 
 TaskRunner = Callable[[Job, str, Callable[[str], None]], TaskOutcome]
@@ -103,13 +105,14 @@ class LibraryTaskRunner:
             explanations=request.explanations,
             swap=False,
         )
-        (scores,) = score_run(spec, lm=self._model(spec, write), data_dir=self.data_dir, progress=False).tasks
+        lm = self._model(spec, write)
+        (scores,) = score_run(spec, lm=lm, data_dir=self.data_dir, progress=False).tasks
         for result in scores.results:
             write(
                 f"{task} · {result['metric']} · {result['variant']}: D = {result['diagnosticity']:.3f} "
                 f"(n valid {result['n_valid']}/{result['n']})"
             )
-        return TaskOutcome(scores.dataset.version, scores.rows)
+        return TaskOutcome(scores.dataset.version, scores.rows, lm.model.num_parameters())
 
     def _submitted_metric(self, job: Job, task: str, write: Callable[[str], None]) -> TaskOutcome:
         if job.approved_sha256 is None:
@@ -213,8 +216,9 @@ class Worker:
                     continue
                 started = time.perf_counter()
                 outcome = self.runner(job, task, job_log.write)
+                seconds = time.perf_counter() - started
                 if lost.is_set() or not self.queue.record_task(
-                    job.id, self.name, task, outcome.dataset_version, time.perf_counter() - started, outcome.rows
+                    job.id, self.name, task, outcome.dataset_version, seconds, outcome.rows, outcome.parameters
                 ):
                     log.warning(
                         "worker %s lost job %s (re-queued or past its time limit); its result for %s is dropped",
