@@ -401,7 +401,9 @@ def test_space_bundle_is_standalone_and_the_worker_refuses_a_password_on_its_com
     assert "recoe_causaldiag/leaderboard/service.py" in names
     assert "recoe_causaldiag/tasks/sources/factcheck_facts.csv" in names, "curated sources ship with the library"
     assert "recoe_causaldiag/tasks/cards/factcheck.md" in names and "recoe_causaldiag/py.typed" in names
-    assert "recoe_causaldiag/leaderboard/migrations/versions/0001_queue_schema.py" in names
+    shipped = {n.rsplit("/", 1)[-1] for n in names if n.startswith("recoe_causaldiag/leaderboard/migrations/versions/")}
+    migrations = Path(__file__).parents[1] / "recoe_causaldiag" / "leaderboard" / "migrations" / "versions"
+    assert shipped == {p.name for p in migrations.glob("*.py")}, "every migration ships"
     assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"recoe_causaldiag"}, (
         "no generic top-level package (builders, dataset_cards) in site-packages"
     )
