@@ -173,7 +173,8 @@ and an object in another, an integer that would become a float) is stored as JSO
 
 
 def _null_path(value: Any, path: str = "metadata") -> str | None:
-    """Where an object of `value` holds a null (a struct stores a missing key as null, so none may be one)."""
+    """Where an object in `value`, at any depth, has a null-valued key (a struct stores a missing key as null, so a
+    null value could not be told from a missing key); None where none has."""
     if isinstance(value, dict):
         for key, item in value.items():
             found = f"{path}.{key}" if item is None else _null_path(item, f"{path}.{key}")
