@@ -151,7 +151,7 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _write_parquet(table: datasets.Dataset, path: Path) -> None:
+def write_parquet(table: datasets.Dataset, path: Path) -> None:
     """Parquet with the `datasets` schema metadata, without a progress bar for a one-batch write."""
     was_enabled = not datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()
@@ -185,7 +185,7 @@ def write_hub_dataset(
             folder.mkdir(parents=True, exist_ok=True)
             rows, features = stored_rows(records)
             table = datasets.Dataset.from_list(rows, features=features)
-            _write_parquet(table, folder / SHARD)
+            write_parquet(table, folder / SHARD)
             sizes[config] = (features, len(records), table.data.nbytes, (folder / SHARD).stat().st_size)
         counts = {c: len(r) for c, r in configs.items()}
         card = render_card(

@@ -10,6 +10,7 @@ import math
 import re
 from pathlib import Path
 
+import datasets
 import pytest
 
 from recoe_causaldiag.api.rows import PairScoreRow
@@ -327,7 +328,8 @@ def test_results_files_of_either_schema_seed_the_board_and_the_export(tmp_path, 
     assert stored[3].row.pair_id == "p3" and math.isnan(stored[3].row.d) and math.isnan(stored[3].row.score_faithful)
     estimate = compute_board(stored).rows[0].per_task["factcheck"]
     assert (estimate.value, estimate.n, estimate.n_valid, estimate.n_nan) == (0.5, 4, 3, 1)
-    exported = [json.loads(line) for line in (write_export(queue, tmp_path / "export") / "pairs.jsonl").open()]
+    folder = write_export(queue, tmp_path / "export")
+    exported = list(datasets.load_dataset(str(folder), "pairs", split="train", download_mode="force_redownload"))
     assert [row["pair_id"] for row in exported] == ["p0", "p1", "p2", "p3"]
     submitted = queue.get(1).created_at
     assert stored[3].submitted_at == submitted
@@ -378,7 +380,7 @@ def test_export_results_dry_run_and_offline_error(tmp_path, capsys):
     db = f"sqlite:///{tmp_path / 'q.sqlite'}"
     assert main(["export-results", "--repo", "causal-diagnosticity/results", "--db", db, "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "[dry run] would upload dataset repo causal-diagnosticity/results" in out and "pairs.jsonl" in out
+    assert "[dry run] would upload dataset repo causal-diagnosticity/results" in out and "pairs.parquet" in out
     assert main(["export-results", "--db", db]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "offline" in err[0]

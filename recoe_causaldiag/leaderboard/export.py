@@ -7,7 +7,10 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
+import datasets
+
 from ..api.rows import json_number, without_nans
+from ..hub_layout import write_parquet
 from ..publish import upload_folder
 from .board import Board, compute_board
 from .queue import JobQueue
@@ -17,7 +20,7 @@ license: apache-2.0
 pretty_name: Causal Diagnosticity leaderboard results
 configs:
 - config_name: pairs
-  data_files: pairs.jsonl
+  data_files: pairs.parquet
 ---
 # Causal diagnosticity leaderboard results
 
@@ -27,10 +30,24 @@ over valid pairs, 95% CI, exact sign test against 0.5 as `p_value` and Holm-adju
 configuration as `p_adjusted`, the paper's t-test as `p_ttest`, coverage and coverage-aware D, and `submitted_at`,
 when the job behind the figures was submitted, UTC), the mean over tasks of the coverage-aware D and the Copeland
 score.
-`pairs.jsonl`: every per-pair score of every finished job (`d` = 1 if the faithful explanation scores higher,
-0.5 on a tie, 0 if lower; null where the metric could not score), with the job's `submitted_at` (UTC) and
-its model's `parameters`.
+`pairs.parquet` (config `pairs`): every per-pair score of every finished job (`d` = 1 if the faithful explanation
+scores higher, 0.5 on a tie, 0 if lower; null where the metric could not score), with the job's `submitted_at`
+(UTC) and its model's `parameters`.
 """
+
+
+_TEXT = datasets.Value("string")
+PAIRS_FEATURES = datasets.Features(
+    {
+        "job_id": datasets.Value("int64"),
+        "submitted_at": _TEXT,
+        "parameters": datasets.Value("int64"),
+        **dict.fromkeys(("model", "revision", "precision", "editor", "explanations"), _TEXT),
+        **dict.fromkeys(("pair_id", "task", "metric", "variant"), _TEXT),
+        **dict.fromkeys(("score_faithful", "score_unfaithful", "d"), datasets.Value("float64")),
+    }
+)
+"""The exported per-pair scores: `FinishedScore.to_json`, typed (null where unknown or not scored)."""
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -60,16 +77,18 @@ def board_document(board: Board) -> list[dict]:
 
 
 def write_export(queue: JobQueue, folder: Path) -> Path:
-    """Write README.md, leaderboard.json and pairs.jsonl into `folder`."""
+    """Write README.md, leaderboard.json and pairs.parquet into `folder`: a Hub dataset whose `pairs` config
+    `load_dataset` reads."""
     folder.mkdir(parents=True, exist_ok=True)
     scores = queue.finished_scores()
     (folder / "README.md").write_text(README, encoding="utf-8")
     (folder / "leaderboard.json").write_text(
         json.dumps(board_document(compute_board(scores)), indent=1) + "\n", encoding="utf-8"
     )
-    with (folder / "pairs.jsonl").open("w", encoding="utf-8") as out:
-        for score in scores:
-            out.write(json.dumps(score.to_json()) + "\n")
+    rows = [score.to_json() for score in scores]
+    columns = {key: [row[key] for row in rows] for key in PAIRS_FEATURES}
+    pairs = datasets.Dataset.from_dict(columns, features=PAIRS_FEATURES)
+    write_parquet(pairs, folder / "pairs.parquet")
     return folder
 
 
