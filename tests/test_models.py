@@ -120,7 +120,8 @@ def test_a_packaged_models_revision_is_its_package_version_and_gguf_hash(default
 
     monkeypatch.setattr(models, "file_sha256", no_rehashing)
     assert models._packaged_model("smollm2-135m-instruct")[1] == default_lm.revision
-    assert default_lm.identity == models.ModelIdentity("smollm2-135m-instruct", default_lm.revision, "float32", "cpu")
+    expected = models.ModelIdentity("smollm2-135m-instruct", default_lm.revision, "float32", "cpu", 134_515_008)
+    assert default_lm.identity == expected
 
 
 def test_a_same_size_corruption_of_the_cache_fails_the_sha256_check_and_is_rebuilt(tmp_path, monkeypatch):
