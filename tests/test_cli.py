@@ -144,7 +144,8 @@ def test_run_on_the_default_model_end_to_end(tmp_path):
         "pairs",
         "pair_controls",
     } <= set(doc)
-    assert set(doc["model"]) == {"name", "revision", "dtype", "device"}
+    assert set(doc["model"]) == {"name", "revision", "dtype", "device", "parameters"}
+    assert doc["model"]["parameters"] == 134_515_008
     assert doc["model"]["name"] == "smollm2-135m-instruct" and doc["dataset_versions"] == {"factcheck": DATASET_VERSION}
     assert len(doc["results"]) == 20 + 4
     d_values = defaultdict(list)
