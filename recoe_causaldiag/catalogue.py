@@ -75,8 +75,8 @@ def catalogue() -> Catalogue:
         cached = json.loads(catalogue_path().read_text(encoding="utf-8"))
         if cached.get("library") == digest:
             return Catalogue.from_json(cached)
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass  # no cache, or an unreadable one: listed afresh below
     listed = listed_catalogue()
     doc = {"library": digest, **asdict(listed)}
     try:

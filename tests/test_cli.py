@@ -361,6 +361,8 @@ def test_ls_answers_from_the_catalogue_of_the_same_sources_without_importing_any
     (tmp_path / CATALOGUE_FILE).write_text(json.dumps({**cached, "library": "other sources", "metrics": []}))
     stale, heavy_stale = ls()
     assert stale == first and heavy_stale != "[]", "a catalogue of other sources is listed afresh"
+    (tmp_path / CATALOGUE_FILE).write_text("[1, 2]")
+    assert ls()[0] == first, "an unreadable catalogue is listed afresh"
 
 
 @pytest.mark.parametrize(

@@ -96,8 +96,8 @@ BOARD_COLUMNS: dict[str, str] = {
     "note": "str",
 }
 """The board's columns and their Gradio datatypes: numbers sort as numbers, submission times (ISO 8601) as text in
-time order; the model links to its page. The rank
-`#` is always shown (a clicked row is found by it); the others can be chosen."""
+time order; the model links to its page. The rank `#` is always shown (a clicked row is found by it); the others
+can be chosen."""
 DEFAULT_COLUMNS = ("model", "metric", "variant", "task", "D", "sig", "CI low", "CI high")
 DEFAULT_COLUMNS += ("coverage", "n", "mean D", "Copeland", "note")
 ALL = "all"
