@@ -294,6 +294,11 @@ def test_model_module_inputs_carry_what_the_runner_instances_carry():
         Instance("Q1?", ("Yes", "No"), ("F.",), "E1.", "factcheck", ("G.",), '{"k": 1}'),
         Instance("Q2?", ("A", "B"), (), "E2."),
     ]
+    stored = json.dumps({"cluster": "c", "check_json": '{"op": ">"}', "source": {"url": None, "origin": "o"}})
+    (read,) = check_model_inputs(**{k: v[:1] for k, v in good.items()}, metadata=[stored])
+    assert json.loads(read.metadata) == {"check": {"op": ">"}, "cluster": "c", "source": {"origin": "o"}}, (
+        "a 1.4.0 row's metadata struct, through json.dumps, reads as the record's metadata"
+    )
 
 
 def test_model_module_options_are_the_metric_evaluate_options():
