@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from datetime import datetime
 from pathlib import Path
 
 import datasets
@@ -13,7 +12,7 @@ from ..api.rows import json_number, without_nans
 from ..hub_layout import write_parquet
 from ..publish import upload_folder
 from .board import Board, compute_board
-from .queue import JobQueue
+from .queue import JobQueue, iso_seconds
 
 README = """---
 license: apache-2.0
@@ -50,10 +49,6 @@ PAIRS_FEATURES = datasets.Features(
 """The exported per-pair scores: `FinishedScore.to_json`, typed (null where unknown or not scored)."""
 
 
-def _iso(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.isoformat(timespec="seconds")
-
-
 def board_document(board: Board) -> list[dict]:
     return [
         {
@@ -66,7 +61,9 @@ def board_document(board: Board) -> list[dict]:
             "variant": r.variant,
             "parameters": r.parameters,
             "tasks": {
-                t: without_nans(asdict(e) | {"p_adjusted": r.p_adjusted[t], "submitted_at": _iso(r.submitted[t])})
+                t: without_nans(
+                    asdict(e) | {"p_adjusted": r.p_adjusted[t], "submitted_at": iso_seconds(r.submitted[t])}
+                )
                 for t, e in r.per_task.items()
             },
             "mean": json_number(r.mean),

@@ -34,6 +34,11 @@ def utc_now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
+def iso_seconds(moment: datetime | None) -> str | None:
+    """A stored (naive UTC) time as ISO 8601 to the second, as exports write it; None stays None."""
+    return None if moment is None else moment.isoformat(timespec="seconds")
+
+
 def tail(text: str, limit: int = LOG_TAIL_CHARS) -> str:
     return text[-limit:]
 
@@ -150,7 +155,7 @@ class FinishedScore:
         flat (NaN as null)."""
         return {
             "job_id": self.job_id,
-            "submitted_at": None if self.submitted_at is None else self.submitted_at.isoformat(timespec="seconds"),
+            "submitted_at": iso_seconds(self.submitted_at),
             "parameters": self.parameters,
             "model": self.model,
             "revision": self.revision,
