@@ -3,17 +3,48 @@
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import torch
+from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
 
 def forked_cache(cache: Any, rows: torch.Tensor) -> Any:
-    """A KV cache holding the batch `rows` of `cache` (repeated as often as they are named), for a forward pass that
-    extends it, leaving `cache` as it is. A forward never writes the layers' key and value tensors in place (it
-    concatenates and rebinds them), so a shallow copy of each layer with its rows selected (new tensors) is enough:
-    no deep copy of the whole cache."""
+    """A KV cache that reads as the batch `rows` of `cache` (each repeated as often as it is named), for forward
+    passes that continue the prefix without keeping what they add: `cache` stays as it is, and so does the fork,
+    which can serve several forwards. Each layer selects its rows only when a forward reads it, so the fork holds no
+    copy of the prefix and a forward holds one layer's extended keys and values at a time, not every layer's. A
+    layer of a kind whose reads this cannot reproduce is copied with its rows selected and extended as usual."""
     forked = copy.copy(cache)
-    forked.layers = [copy.copy(layer) for layer in cache.layers]
-    forked.batch_select_indices(rows)
+    forked.layers = [_read_only(layer, rows) for layer in cache.layers]
     return forked
+
+
+def _read_only(layer: Any, rows: torch.Tensor) -> Any:
+    """A shallow copy of `layer` whose `update` returns the prefix rows `rows` followed by the new keys and values,
+    as a dynamic layer's update returns them, without storing them."""
+    forked = copy.copy(layer)
+    plain = type(layer) is DynamicLayer or (
+        type(layer) is DynamicSlidingWindowLayer and not getattr(layer, "record_past", False)
+    )
+    if plain and layer.is_initialized:
+        forked.update = functools.partial(_prefix_rows_then, layer.keys, layer.values, rows)
+    else:
+        forked.batch_select_indices(rows)
+    return forked
+
+
+def _prefix_rows_then(
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    rows: torch.Tensor,
+    key_states: torch.Tensor,
+    value_states: torch.Tensor,
+    *_args: Any,
+    **_kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    return (
+        torch.cat([keys.index_select(0, rows), key_states], dim=-2),
+        torch.cat([values.index_select(0, rows), value_states], dim=-2),
+    )

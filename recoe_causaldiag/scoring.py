@@ -9,8 +9,10 @@ restored to request order.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -27,8 +29,29 @@ from .prompts import Prompt
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class BatchLimits:
+    """How much one forward may take in, in tokens (padding included): `batch` continuation tokens of a batch;
+    `logits` continuation tokens of a batch that keeps every position's logits (log-probs, perplexity: a position
+    holds a whole vocabulary, 49,152 floats for SmolLM2); `prefix` prefix tokens encoded together, whose KV cache is
+    held while their continuations are scored (46 KB a token for SmolLM2)."""
+
+    batch: int
+    logits: int
+    prefix: int
+
+
+BATCH_LIMITS = {"cpu": BatchLimits(batch=2048, logits=256, prefix=1024)}
+"""Limits by device type. On 2 CPU cores these score the 20-pair demo about as fast as limits four times larger, at a
+peak RSS of 1.4 GB instead of 2.0 GB (README, "Memory"); a forward of a few thousand tokens already keeps the cores
+busy."""
+ACCELERATOR_LIMITS = BatchLimits(batch=8192, logits=1024, prefix=8192)
+"""Limits on any other device (CUDA), where larger forwards pay."""
+
+
 class ScoringEngine:
-    """Batched, prefix-cached scoring with one loaded model."""
+    """Batched, prefix-cached scoring with one loaded model. The token limits default to the model's device's
+    (`BATCH_LIMITS`)."""
 
     def __init__(
         self,
@@ -36,18 +59,19 @@ class ScoringEngine:
         *,
         editor: Editor = IN_CONTEXT,
         batch_size: int = 32,
-        max_batch_tokens: int = 8192,
-        max_logit_tokens: int = 1024,
+        max_batch_tokens: int | None = None,
+        max_logit_tokens: int | None = None,
+        max_prefix_tokens: int | None = None,
         progress: bool = True,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.lm, self.editor = lm, editor
         self.batch_size = batch_size
-        self.max_batch_tokens = max_batch_tokens
-        # Continuation tokens per batch when every position's logits are kept (log-probs, perplexity): a position
-        # holds a whole vocabulary of logits (49,152 floats for SmolLM2), so 8,192 of them would take 1.6 GB.
-        self.max_logit_tokens = max_logit_tokens
+        limits = BATCH_LIMITS.get(lm.device.type, ACCELERATOR_LIMITS)
+        self.max_batch_tokens = limits.batch if max_batch_tokens is None else max_batch_tokens
+        self.max_logit_tokens = limits.logits if max_logit_tokens is None else max_logit_tokens
+        self.max_prefix_tokens = limits.prefix if max_prefix_tokens is None else max_prefix_tokens
         self.progress = progress
         self._prefix_ids: dict[str, tuple[int, ...]] = {}
         self._label_memo: dict[tuple[Encoded, tuple[int, ...]], np.ndarray] = {}
@@ -144,8 +168,8 @@ class ScoringEngine:
     def _windows(
         self, encoded: Sequence[Encoded], members: Sequence[int], token_limit: int
     ) -> Iterator[tuple[list[tuple[int, ...]], list[list[int]]]]:
-        """The requests `members` (indices into `encoded`) as groups of at most `batch_size` distinct prefixes,
-        each with its requests split into batches.
+        """The requests `members` (indices into `encoded`) grouped by `_prefix_windows`, each window with its
+        requests split into batches.
 
         Within a window, requests are ordered by continuation-length bucket (powers of two), so short
         variants are not padded to the length of long ones; a batch holds at most `batch_size`
@@ -153,9 +177,7 @@ class ScoringEngine:
         groups: dict[tuple[int, ...], list[int]] = {}
         for index in members:
             groups.setdefault(encoded[index].prefix, []).append(index)
-        prefixes = sorted(groups, key=len, reverse=True)
-        for start in range(0, len(prefixes), self.batch_size):
-            window = prefixes[start : start + self.batch_size]
+        for window in self._prefix_windows(sorted(groups, key=len, reverse=True)):
             members = sorted(
                 (i for p in window for i in groups[p]),
                 key=lambda i: (-len(encoded[i].continuation).bit_length(), -len(encoded[i].continuation)),
@@ -175,6 +197,20 @@ class ScoringEngine:
                 else:
                     batches.append([index])
             yield window, batches
+
+    def _prefix_windows(self, prefixes: Sequence[tuple[int, ...]]) -> Iterator[list[tuple[int, ...]]]:
+        """`prefixes` (longest first) in consecutive windows of at most `batch_size` prefixes and `max_prefix_tokens`
+        tokens once padded to the window's longest; a prefix longer than that has a window of its own."""
+        window: list[tuple[int, ...]] = []
+        for prefix in prefixes:
+            if window and (
+                len(window) == self.batch_size or (len(window) + 1) * len(window[0]) > self.max_prefix_tokens
+            ):
+                yield window
+                window = []
+            window.append(prefix)
+        if window:
+            yield window
 
     @torch.inference_mode()
     def _passes(
@@ -216,6 +252,7 @@ class ScoringEngine:
                 )
                 yield prefix_last, pairs, out.logits.float().cpu()
                 bar.update(len(batch))
+                release_freed_memory()
         bar.close()
 
     def _last_logits(self, encoded: Sequence[Encoded], *, desc: str) -> list[torch.Tensor]:
@@ -248,6 +285,17 @@ def engine_of(name: str | None, evaluated: Engine, *, role: str) -> Engine:
         return shared_engine(name)
     log.warning("the %s is the evaluated model %s itself (asked for explicitly)", role, name)
     return evaluated
+
+
+_MALLOC_TRIM = getattr(ctypes.CDLL(None), "malloc_trim", None)
+
+
+def release_freed_memory() -> None:
+    """Hand back to the system the memory that freed tensors left in the C heap (glibc's `malloc_trim`; nothing where
+    the C library has none). Without it a long run's peak RSS is its largest batch's on top of everything earlier
+    batches left scattered in the heap: about 250 MB more over the 200-pair demo's controls (README, "Memory")."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 def stop_token_ids(lm: LanguageModel) -> list[int]:

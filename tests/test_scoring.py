@@ -1,12 +1,16 @@
+import os
+
 import numpy as np
 import pytest
 import torch
+from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+from transformers.cache_utils import DynamicSlidingWindowLayer
 
-from recoe_causaldiag import prompts
+from recoe_causaldiag import prompts, scoring
 from recoe_causaldiag.kv_cache import forked_cache
 from recoe_causaldiag.mechanisms.truncation import heuristic_truncation
 from recoe_causaldiag.metrics.filler_tokens import CORRUPTIONS
-from recoe_causaldiag.scoring import LabelRequest, ScoringEngine, naive_label_probs
+from recoe_causaldiag.scoring import BATCH_LIMITS, LabelRequest, ScoringEngine, naive_label_probs
 
 LENGTHY = {"repeating-dollars", "repeating-dashes", "non_repeating-pilcrows"}
 
@@ -49,7 +53,7 @@ def test_prefix_is_encoded_once_per_window(default_lm, requests_):
 
     default_lm.model.forward = counting
     try:
-        ScoringEngine(default_lm, batch_size=64, progress=False).label_probs(requests_)
+        ScoringEngine(default_lm, batch_size=64, max_prefix_tokens=10**6, progress=False).label_probs(requests_)
     finally:
         default_lm.model.forward = forward
     prefixes = {ScoringEngine(default_lm).encode(r.prompt).prefix for r in requests_}
@@ -57,6 +61,32 @@ def test_prefix_is_encoded_once_per_window(default_lm, requests_):
     assert sum(shape[0] for shape in calls[1:]) == len(
         {(r.prompt.continuation, r.prompt.turns) for r in requests_ if r.prompt.continuation}
     )
+
+
+def test_a_window_holds_at_most_max_prefix_tokens_of_padded_prefixes(default_lm, requests_, reference):
+    widths = []
+    forward = default_lm.model.forward
+
+    def recording(*args, **kwargs):
+        if kwargs.get("past_key_values") is None:
+            widths.append(tuple(kwargs["input_ids"].shape))
+        return forward(*args, **kwargs)
+
+    longest = max(len(ScoringEngine(default_lm).encode(r.prompt).prefix) for r in requests_)
+    engine = ScoringEngine(default_lm, max_prefix_tokens=longest + 1, progress=False)
+    default_lm.model.forward = recording
+    try:
+        probs = np.stack(engine.label_probs(requests_))
+    finally:
+        default_lm.model.forward = forward
+    assert len(widths) > 1 and all(rows == 1 for rows, _ in widths)
+    np.testing.assert_allclose(probs, reference, atol=1e-4, rtol=0)
+
+
+def test_the_token_limits_default_to_the_devices(default_lm):
+    engine = ScoringEngine(default_lm, max_logit_tokens=7)
+    cpu = BATCH_LIMITS["cpu"]
+    assert (engine.max_batch_tokens, engine.max_logit_tokens, engine.max_prefix_tokens) == (cpu.batch, 7, cpu.prefix)
 
 
 def test_continuation_logprobs_match_a_full_forward(default_lm, factcheck_pairs):
@@ -117,7 +147,7 @@ def test_greedy_generation_is_deterministic(default_lm, factcheck_pairs):
     assert alone[0].split()[:3] == first[0].split()[:3]
 
 
-def test_a_forked_cache_extends_without_touching_the_prefix_cache(default_lm):
+def test_a_forked_cache_reads_its_rows_and_keeps_neither_the_prefix_cache_nor_itself_changed(default_lm):
     model = default_lm.model
     texts = ("The capital of France is", "Bananas are very ripe and")
     prefix = torch.tensor([default_lm.encode(text, continuation=True)[:4] for text in texts])
@@ -125,10 +155,71 @@ def test_a_forked_cache_extends_without_touching_the_prefix_cache(default_lm):
         cache = model(prefix, use_cache=True).past_key_values
         before = [(layer.keys.clone(), layer.values.clone()) for layer in cache.layers]
         fork = forked_cache(cache, torch.tensor([1, 1, 0]))
-        out = model(torch.tensor([[13], [11], [13]]), past_key_values=fork, use_cache=True).logits[:, -1]
+        continuation = torch.tensor([[13], [11], [13]])
+        out = model(continuation, past_key_values=fork, use_cache=True).logits[:, -1]
+        again = model(continuation, past_key_values=fork, use_cache=True).logits[:, -1]
         alone = model(torch.cat([prefix[1], torch.tensor([11])])[None]).logits[:, -1]
-    assert fork.get_seq_length() == prefix.shape[1] + 1 and cache.get_seq_length() == prefix.shape[1]
+    assert fork.get_seq_length() == cache.get_seq_length() == prefix.shape[1]
     assert all(
         torch.equal(k, layer.keys) and torch.equal(v, layer.values) for (k, v), layer in zip(before, cache.layers)
     )
+    assert all(fork_layer.keys is layer.keys for fork_layer, layer in zip(fork.layers, cache.layers))
     torch.testing.assert_close(out[1], alone[0], atol=1e-4, rtol=0)
+    assert torch.equal(out, again)
+
+
+def test_a_forked_sliding_window_cache_reads_as_the_whole_sequence_does():
+    config = Gemma3TextConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        sliding_window=4,
+        layer_types=["sliding_attention", "full_attention"],
+    )
+    torch.manual_seed(0)
+    model = Gemma3ForCausalLM(config).eval()
+    tokens = torch.randint(1, 64, (2, 9))
+    with torch.inference_mode():
+        cache = model(tokens[:, :6], use_cache=True).past_key_values
+        assert any(isinstance(layer, DynamicSlidingWindowLayer) for layer in cache.layers)
+        fork = forked_cache(cache, torch.tensor([1, 0, 1]))
+        out = model(tokens[[1, 0, 1], 6:], past_key_values=fork, use_cache=False).logits
+        whole = model(tokens[[1, 0, 1]]).logits[:, 6:]
+    torch.testing.assert_close(out, whole, atol=1e-5, rtol=0)
+
+
+@pytest.mark.skipif(scoring._MALLOC_TRIM is None, reason="the C library has no malloc_trim (not glibc)")
+def test_memory_that_freed_tensors_leave_in_the_heap_goes_back_to_the_system():
+    def rss_mb() -> float:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    mapped = torch.ones(8 * 2**20 // 4)
+    del mapped  # freeing an 8 MB mapping makes glibc serve smaller blocks from the heap from now on
+    blocks, kept = [], []
+    for _ in range(200):  # 1 MB blocks, each followed by a small tensor that stays: the heap cannot shrink from its top
+        blocks.append(torch.ones(2**20 // 4))
+        kept.append(torch.ones(1000))
+    del blocks
+    scattered = rss_mb()
+    scoring.release_freed_memory()
+    assert scattered - rss_mb() > 100 and len(kept) == 200
+
+
+def test_the_engine_hands_freed_memory_back_after_every_batch(default_lm, requests_, monkeypatch):
+    released, batches = [], []
+    forward = default_lm.model.forward
+
+    def recording(*args, **kwargs):
+        if kwargs.get("past_key_values") is not None:
+            batches.append(len(released))
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(scoring, "release_freed_memory", lambda: released.append(1))
+    monkeypatch.setattr(default_lm.model, "forward", recording)
+    ScoringEngine(default_lm, max_batch_tokens=600, progress=False).label_probs(requests_)
+    assert len(batches) > 1 and batches == list(range(len(batches))) and len(released) == len(batches)
