@@ -25,13 +25,11 @@ class ReferenceEngine(ScoringEngine):
 
     def label_probs(self, requests: Sequence[LabelRequest], *, desc: str = "scoring") -> list[np.ndarray]:
         encoded = [self.encode(r.prompt) for r in requests]
-        logits = self._last_logits(encoded, desc=desc)
-        return [
-            torch.softmax(row[list(self.lm.label_token_ids(r.labels, leading_space=e.leading_space))].double(), -1)
-            .numpy()
-            .copy()
-            for r, e, row in zip(requests, encoded, logits)
-        ]
+        probs: list[np.ndarray] = [np.empty(0)] * len(requests)
+        for index, row in self._last_logits(encoded, desc=desc):
+            ids = self.lm.label_token_ids(requests[index].labels, leading_space=encoded[index].leading_space)
+            probs[index] = torch.softmax(row[list(ids)].double(), -1).numpy()
+        return probs
 
     @torch.inference_mode()
     def _passes(

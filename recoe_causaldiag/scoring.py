@@ -106,9 +106,8 @@ class ScoringEngine:
         keys = [(e, ids) for e, ids in zip(encoded, label_ids)]
         todo = list(dict.fromkeys(k for k in keys if k not in self._label_memo))
         if todo:
-            logits = self._last_logits([k[0] for k in todo], desc=desc)
-            for (enc, ids), row in zip(todo, logits):
-                self._label_memo[(enc, ids)] = torch.softmax(row[list(ids)].double(), dim=-1).numpy()
+            for position, row in self._last_logits([k[0] for k in todo], desc=desc):
+                self._label_memo[todo[position]] = torch.softmax(row[list(todo[position][1])].double(), -1).numpy()
         return [self._label_memo[k] for k in keys]
 
     def continuation_logprobs(self, prompts: Sequence[Prompt], *, desc: str = "log-probs") -> list[np.ndarray]:
@@ -255,12 +254,12 @@ class ScoringEngine:
                 release_freed_memory()
         bar.close()
 
-    def _last_logits(self, encoded: Sequence[Encoded], *, desc: str) -> list[torch.Tensor]:
-        out: list[torch.Tensor] = [torch.empty(0)] * len(encoded)
+    def _last_logits(self, encoded: Sequence[Encoded], *, desc: str) -> Iterator[tuple[int, torch.Tensor]]:
+        """(request index, next-token logits after the whole request), streamed batch by batch: a caller keeps what
+        it needs of a row (the label tokens' few logits), never a vocabulary of logits per request."""
         for prefix_last, batch, cont_logits in self._passes(encoded, keep_all=False, desc=desc):
             for row, (index, prefix_row) in enumerate(batch):
-                out[index] = cont_logits[row, -1] if encoded[index].continuation else prefix_last[prefix_row]
-        return out
+                yield index, (cont_logits[row, -1] if encoded[index].continuation else prefix_last[prefix_row])
 
 
 SHARED_ENGINES: dict[tuple[str, bool], ScoringEngine] = {}
