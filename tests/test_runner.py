@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 from fakes import ScriptedEngine
 
 from recoe_causaldiag import __version__, runner
@@ -78,7 +79,9 @@ def test_a_run_names_the_model_serving_each_metric_in_its_spec(monkeypatch):
     it); an option that names a model, even the evaluated one, is kept. No model runs."""
     built = []
     monkeypatch.setattr(runner, "score_tasks", lambda spec, *args, **kwargs: built.append(spec) or iter(()))
-    evaluated = SimpleNamespace(name=DEFAULT_MODEL, identity=ModelIdentity(DEFAULT_MODEL, "r", "float32", "cpu"))
+    evaluated = SimpleNamespace(
+        name=DEFAULT_MODEL, identity=ModelIdentity(DEFAULT_MODEL, "r", "float32", "cpu"), device=torch.device("cpu")
+    )
     spec = RunSpec(
         model=DEFAULT_MODEL,
         tasks=("factcheck",),
@@ -101,7 +104,9 @@ def test_a_run_records_every_metric_options_default_and_a_rerun_keeps_the_record
     """The results file holds the budgets that ran: a default changed by a later version does not change a rerun
     of an older file, and an option given explicitly wins over a recorded default. No model runs."""
     monkeypatch.setattr(runner, "score_tasks", lambda spec, *args, **kwargs: iter(()))
-    evaluated = SimpleNamespace(name=DEFAULT_MODEL, identity=ModelIdentity(DEFAULT_MODEL, "r", "float32", "cpu"))
+    evaluated = SimpleNamespace(
+        name=DEFAULT_MODEL, identity=ModelIdentity(DEFAULT_MODEL, "r", "float32", "cpu"), device=torch.device("cpu")
+    )
     spec = RunSpec(
         model=DEFAULT_MODEL,
         tasks=("factcheck",),
