@@ -23,7 +23,8 @@ def forked_cache(cache: Any, rows: torch.Tensor) -> Any:
 
 def _read_only(layer: Any, rows: torch.Tensor) -> Any:
     """A shallow copy of `layer` whose `update` returns the prefix rows `rows` followed by the new keys and values,
-    as a dynamic layer's update returns them, without storing them."""
+    as a dynamic layer's update returns them, without storing them; for a layer of another kind, a shallow copy with
+    its rows selected."""
     forked = copy.copy(layer)
     plain = type(layer) is DynamicLayer or (
         type(layer) is DynamicSlidingWindowLayer and not getattr(layer, "record_past", False)
