@@ -36,6 +36,16 @@ def _read_only(layer: Any, rows: torch.Tensor) -> Any:
     return forked
 
 
+def extended_cache(cache: Any, rows: torch.Tensor) -> Any:
+    """A copy of the batch `rows` of `cache` that a forward extends as usual, keeping what it adds: the KV cache of a
+    beginning shared by several continuations, which then read it through `forked_cache`. `cache` stays as it is."""
+    extended = copy.copy(cache)
+    extended.layers = [copy.copy(layer) for layer in cache.layers]
+    for layer in extended.layers:
+        layer.batch_select_indices(rows)
+    return extended
+
+
 def _prefix_rows_then(
     keys: torch.Tensor,
     values: torch.Tensor,

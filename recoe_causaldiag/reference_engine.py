@@ -13,7 +13,7 @@ import torch
 from .api.engine import Encoded, LabelRequest
 from .editors.editing import IN_CONTEXT, Editor
 from .models import LanguageModel
-from .scoring import ScoringEngine
+from .scoring import ScoringEngine, requested_rows
 
 
 class ReferenceEngine(ScoringEngine):
@@ -44,3 +44,15 @@ class ReferenceEngine(ScoringEngine):
                 prefix_last = logits[len(request.prefix) - 1][None]
                 continuation = logits[len(request.prefix) :][None]
                 yield prefix_last, [(index, 0)], continuation if keep_all else continuation[:, -1:]
+
+    @torch.inference_mode()
+    def continuation_logits(
+        self, encoded: Sequence[Encoded], *, rows: Sequence[Sequence[int]] | None = None, desc: str = "logits"
+    ) -> Iterator[tuple[int, torch.Tensor]]:
+        wanted = requested_rows(encoded, rows)
+        for _, members in self.by_state(encoded):
+            for index in members:
+                request = encoded[index]
+                ids = torch.tensor([request.prefix + request.continuation], device=self.lm.device)
+                logits = self.lm.model(input_ids=ids).logits[0].float().cpu()
+                yield index, logits[[len(request.prefix) + row for row in wanted[index]]]

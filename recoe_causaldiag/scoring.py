@@ -12,8 +12,9 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -22,12 +23,14 @@ from tqdm.auto import tqdm
 from . import prompts
 from .api.engine import Encoded, Engine, LabelRequest
 from .editors.editing import IN_CONTEXT, Editor
-from .kv_cache import forked_cache
+from .kv_cache import extended_cache, forked_cache
 from .models import LanguageModel, load_model
 from .packaged_models import default_helper_model
 from .prompts import Prompt
+from .shared_stems import Stem, shared_stems
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -156,14 +159,135 @@ class ScoringEngine:
                     results[i] = lm.tokenizer.decode(row, skip_special_tokens=True).strip()
         return results
 
+    @torch.inference_mode()
     def continuation_logits(
-        self, encoded: Sequence[Encoded], *, desc: str = "logits"
+        self, encoded: Sequence[Encoded], *, rows: Sequence[Sequence[int]] | None = None, desc: str = "logits"
     ) -> Iterator[tuple[int, torch.Tensor]]:
-        """(request index, next-token logits at each continuation position), streamed batch by batch; row t is
-        the distribution after continuation token t."""
-        for _, batch, logits in self._passes(encoded, keep_all=True, desc=desc):
-            for row, (index, _) in enumerate(batch):
-                yield index, logits[row, logits.shape[1] - len(encoded[index].continuation) :]
+        """(request index, next-token logits at its continuation positions `rows[index]`, in that order; at every
+        position when `rows` is None), streamed; row t is the distribution after continuation token t. Requests
+        under one prefix whose continuations begin alike run that beginning once (`shared_stems`), and the output
+        head projects only the rows asked for."""
+        wanted = requested_rows(encoded, rows)
+        bar = tqdm(total=len(encoded), desc=desc, unit="prompt", disable=not self.progress, leave=False)
+        for _, members in self.by_state(encoded):
+            groups: dict[tuple[int, ...], list[int]] = {}
+            for index in members:
+                groups.setdefault(encoded[index].prefix, []).append(index)
+            for window in self._prefix_windows(sorted(groups, key=len, reverse=True)):
+                prefix_mask, _, prefix_cache = self._encode_prefixes(window)
+                stems = [
+                    (row, stem)
+                    for row, prefix in enumerate(window)
+                    for stem in shared_stems({i: encoded[i].continuation for i in groups[prefix]})
+                ]
+                stems.sort(key=lambda item: -len(item[1].tokens))
+                for batch in self._fill(
+                    stems, lambda item: (len(item[1].tokens), stem_rows(item[1], wanted)), past=prefix_mask.shape[1]
+                ):
+                    for index, logits in self._stem_batch(encoded, wanted, batch, prefix_mask, prefix_cache):
+                        bar.update(1)
+                        yield index, logits
+                    release_freed_memory()
+        bar.close()
+
+    def _stem_batch(
+        self,
+        encoded: Sequence[Encoded],
+        wanted: Sequence[tuple[int, ...]],
+        batch: Sequence[tuple[int, Stem]],
+        prefix_mask: torch.Tensor,
+        prefix_cache: Any,
+    ) -> Iterator[tuple[int, torch.Tensor]]:
+        """The `wanted` logits of every member of a batch of (prefix row, stem): the stems in one forward after their
+        prefixes, then the members' suffixes in forwards after the stems (each member as soon as it is complete)."""
+        stems = [stem for _, stem in batch]
+        suffixed = [(k, m) for k, stem in enumerate(stems) for m in stem.members if suffix(encoded[m], stem)]
+        select = torch.tensor([row for row, _ in batch], device=self.lm.device)
+        cache = (extended_cache if suffixed else forked_cache)(prefix_cache, select)
+        kept = [stem_rows(stem, wanted) for stem in stems]
+        picked, stem_mask = self._continue(cache, prefix_mask[select], [stem.tokens for stem in stems], kept)
+        found: dict[int, dict[int, torch.Tensor]] = {}
+        for stem, rows, logits in zip(stems, kept, picked):
+            for member in stem.members:
+                found[member] = {row: logits[rows.index(row)] for row in wanted[member] if row < len(stem.tokens)}
+                if not suffix(encoded[member], stem):
+                    yield member, torch.stack([found[member][row] for row in wanted[member]])
+        suffixed.sort(key=lambda item: -len(suffix(encoded[item[1]], stems[item[0]])))
+        offsets = [len(stem.tokens) for stem in stems]
+
+        def own_rows(item: tuple[int, int]) -> list[int]:
+            return [row - offsets[item[0]] for row in wanted[item[1]] if row >= offsets[item[0]]]
+
+        for part in self._fill(suffixed, lambda item: (len(suffix(encoded[item[1]], stems[item[0]])), own_rows(item))):
+            select = torch.tensor([k for k, _ in part], device=self.lm.device)
+            own = [own_rows(item) for item in part]
+            suffixes = [suffix(encoded[m], stems[k]) for k, m in part]
+            picked, _ = self._continue(forked_cache(cache, select), stem_mask[select], suffixes, own)
+            for (k, member), rows, logits in zip(part, own, picked):
+                found[member].update({row + offsets[k]: logits[j] for j, row in enumerate(rows)})
+                yield member, torch.stack([found[member][row] for row in wanted[member]])
+
+    def _continue(
+        self, cache: Any, past_mask: torch.Tensor, sequences: Sequence[Sequence[int]], rows: Sequence[Sequence[int]]
+    ) -> tuple[list[torch.Tensor], torch.Tensor]:
+        """One forward of `sequences` (left-padded) after `cache`, whose positions `past_mask` marks (a row per
+        sequence): the logits at each sequence's `rows` (positions in it; only those go through the output head),
+        and the attention mask of the past and the sequences."""
+        device = self.lm.device
+        ids, mask = left_pad(sequences, self.lm.pad_token_id, device)
+        width = ids.shape[1]
+        columns = sorted({width - len(seq) + row for seq, own in zip(sequences, rows) for row in own})
+        out = self.lm.model(
+            input_ids=ids,
+            attention_mask=torch.cat([past_mask, mask], dim=1),
+            position_ids=past_mask.sum(-1)[:, None] + (mask.cumsum(-1) - 1).clamp(min=0),
+            past_key_values=cache,
+            use_cache=False,
+            logits_to_keep=torch.tensor(columns or [width - 1], device=device),
+        )
+        logits = out.logits.float().cpu()
+        at = {column: j for j, column in enumerate(columns)}
+        picked = [
+            logits[b, [at[width - len(seq) + row] for row in own]] for b, (seq, own) in enumerate(zip(sequences, rows))
+        ]
+        return picked, torch.cat([past_mask, mask], dim=1)
+
+    def _fill(
+        self, items: Sequence[T], shape: Callable[[T], tuple[int, Sequence[int]]], *, past: int = 0
+    ) -> Iterator[list[T]]:
+        """`items` in consecutive batches for `_continue`, by each item's (sequence length, rows kept): a batch holds
+        at most `batch_size` sequences, `max_batch_tokens` tokens counting the `past` positions each sequence attends
+        to in a cache of its own (the padded prefix of a stem, whose KV cache the batch copies), and
+        `max_logit_tokens` rows through the output head; an item beyond these is a batch of its own."""
+        batch: list[T] = []
+        for item in items:
+            if batch and not self._fits([shape(i) for i in [*batch, item]], past):
+                yield batch
+                batch = []
+            batch.append(item)
+        if batch:
+            yield batch
+
+    def _fits(self, shapes: Sequence[tuple[int, Sequence[int]]], past: int) -> bool:
+        width = max(length for length, _ in shapes)
+        columns = {width - length + row for length, rows in shapes for row in rows}
+        return (
+            len(shapes) <= self.batch_size
+            and len(shapes) * (past + width) <= self.max_batch_tokens
+            and len(shapes) * len(columns) <= self.max_logit_tokens
+        )
+
+    def _encode_prefixes(self, window: Sequence[tuple[int, ...]]) -> tuple[torch.Tensor, torch.Tensor, Any]:
+        """The prefixes `window` in one forward, left-padded: their attention mask, last-token logits and KV cache."""
+        ids, mask = left_pad(window, self.lm.pad_token_id, self.lm.device)
+        out = self.lm.model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        return mask, out.logits[:, -1].float().cpu(), out.past_key_values
 
     def _windows(
         self, encoded: Sequence[Encoded], members: Sequence[int], token_limit: int
@@ -225,12 +349,7 @@ class ScoringEngine:
         windows = (window for _, members in self.by_state(encoded) for window in self._windows(encoded, members, limit))
         for window, batches in windows:
             rows = {prefix: row for row, prefix in enumerate(window)}
-            ids, prefix_mask = left_pad(window, lm.pad_token_id, device)
-            positions = (prefix_mask.cumsum(-1) - 1).clamp(min=0)
-            out = lm.model(
-                input_ids=ids, attention_mask=prefix_mask, position_ids=positions, use_cache=True, logits_to_keep=1
-            )
-            prefix_last, prefix_cache = out.logits[:, -1].float().cpu(), out.past_key_values
+            prefix_mask, prefix_last, prefix_cache = self._encode_prefixes(window)
             for batch in batches:
                 pairs = [(index, rows[encoded[index].prefix]) for index in batch]
                 conts = [encoded[index].continuation for index in batch]
@@ -297,6 +416,32 @@ def release_freed_memory() -> None:
     "Memory")."""
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
+
+
+def requested_rows(encoded: Sequence[Encoded], rows: Sequence[Sequence[int]] | None) -> list[tuple[int, ...]]:
+    """The continuation rows asked of each request (all of them when `rows` is None), checked."""
+    if rows is None:
+        rows = [range(len(e.continuation)) for e in encoded]
+    if len(rows) != len(encoded):
+        raise ValueError(f"rows names {len(rows)} requests' positions for {len(encoded)} requests")
+    wanted = [tuple(int(r) for r in own) for own in rows]
+    for index, (request, own) in enumerate(zip(encoded, wanted)):
+        if not own or not all(0 <= r < len(request.continuation) for r in own):
+            raise ValueError(
+                f"request {index} asks for continuation rows {list(own)} of a {len(request.continuation)}-token "
+                "continuation (needs one or more, each in range)"
+            )
+    return wanted
+
+
+def suffix(request: Encoded, stem: Stem) -> tuple[int, ...]:
+    """What follows `stem` in `request`'s continuation."""
+    return request.continuation[len(stem.tokens) :]
+
+
+def stem_rows(stem: Stem, wanted: Sequence[tuple[int, ...]]) -> list[int]:
+    """The rows inside `stem` that any of its members asks for, in order."""
+    return sorted({row for member in stem.members for row in wanted[member] if row < len(stem.tokens)})
 
 
 def stop_token_ids(lm: LanguageModel) -> list[int]:

@@ -80,7 +80,9 @@ class ScriptedEngine:
     def perplexity(self, prompts: Sequence[Prompt], *, desc: str = "") -> np.ndarray:
         raise NotImplementedError("perplexities are not scripted")
 
-    def continuation_logits(self, encoded: Sequence[Encoded], *, desc: str = "") -> Iterator[tuple[int, object]]:
+    def continuation_logits(
+        self, encoded: Sequence[Encoded], *, rows: Sequence[Sequence[int]] | None = None, desc: str = ""
+    ) -> Iterator[tuple[int, object]]:
         raise NotImplementedError("logits are not scripted")
 
 

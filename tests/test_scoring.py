@@ -10,7 +10,8 @@ from recoe_causaldiag import prompts, scoring
 from recoe_causaldiag.kv_cache import forked_cache
 from recoe_causaldiag.mechanisms.truncation import heuristic_truncation
 from recoe_causaldiag.metrics.filler_tokens import CORRUPTIONS
-from recoe_causaldiag.scoring import BATCH_LIMITS, LabelRequest, ScoringEngine, naive_label_probs
+from recoe_causaldiag.models import LanguageModel
+from recoe_causaldiag.scoring import BATCH_LIMITS, Encoded, LabelRequest, ScoringEngine, naive_label_probs
 
 LENGTHY = {"repeating-dollars", "repeating-dashes", "non_repeating-pilcrows"}
 
@@ -245,3 +246,110 @@ def test_label_scoring_keeps_no_batch_of_logits_once_the_next_one_is_computed(de
     two_batches = 8 * 2 * max(rows)
     assert sum(rows) * 8 > 2 * two_batches  # keeping every batch would hold more than twice the bound below
     assert max(resident) - resident[0] < two_batches
+
+
+def stemmed_requests(lm) -> list[Encoded]:
+    """Continuations under two prefixes: two that share a long beginning, one that is another's beginning, one
+    identical to another, and one that shares nothing."""
+    head = tuple(lm.encode("Some facts come first. Then the question", continuation=True))
+    other = tuple(lm.encode("A different system turn, longer than the first one is", continuation=True))
+    shared = tuple(lm.encode(" Is Paris the capital of France? Answer: yes, because", continuation=True))
+    ending_a = tuple(lm.encode(" the facts say so.", continuation=True))
+    ending_b = tuple(lm.encode(" it is well known to everyone.", continuation=True))
+    lone = tuple(lm.encode(" Bananas are yellow.", continuation=True))
+    return [
+        Encoded(head, shared + ending_a, True),
+        Encoded(head, shared + ending_b, True),
+        Encoded(head, lone, True),
+        Encoded(other, shared + ending_a, True),
+        Encoded(other, shared + ending_a, True),
+        Encoded(other, shared, True),
+    ]
+
+
+@pytest.mark.parametrize("max_batch_tokens, max_logit_tokens", [(2048, 256), (40, 4)])
+def test_continuation_logits_at_the_rows_asked_equal_a_full_forward(default_lm, max_batch_tokens, max_logit_tokens):
+    encoded = stemmed_requests(default_lm)
+    generator = np.random.default_rng(0)
+    rows = [sorted(generator.choice(len(e.continuation), size=3, replace=False).tolist()) for e in encoded]
+    rows[1] = [len(encoded[1].continuation) - 1, 0]
+    engine = ScoringEngine(
+        default_lm, max_batch_tokens=max_batch_tokens, max_logit_tokens=max_logit_tokens, progress=False
+    )
+    got = dict(engine.continuation_logits(encoded, rows=rows))
+    assert sorted(got) == list(range(len(encoded)))
+    with torch.inference_mode():
+        for index, request in enumerate(encoded):
+            ids = torch.tensor([request.prefix + request.continuation])
+            whole = default_lm.model(ids).logits[0, len(request.prefix) :].float()
+            torch.testing.assert_close(got[index], whole[rows[index]], atol=1e-4, rtol=0)
+    everything = dict(engine.continuation_logits(encoded[:2]))
+    assert [everything[i].shape[0] for i in range(2)] == [len(e.continuation) for e in encoded[:2]]
+
+
+def test_continuations_that_begin_alike_run_their_beginning_once(default_lm, monkeypatch):
+    head, shared, a, b = (
+        tuple(default_lm.encode(text, continuation=True))
+        for text in ("Facts first.", " Is Paris the capital of France? Yes, since", " the facts say", " it is known")
+    )
+    assert len(a) == len(b)
+    encoded = [Encoded(head, shared + a, True), Encoded(head, shared + b, True)]
+    positions, heads = [], []
+    forward = default_lm.model.forward
+
+    def counting(*args, **kwargs):
+        positions.append(kwargs["input_ids"].numel())
+        out = forward(*args, **kwargs)
+        heads.append(out.logits.shape[0] * out.logits.shape[1])
+        return out
+
+    monkeypatch.setattr(default_lm.model, "forward", counting)
+    rows = [[len(shared) - 1, len(shared) + 1], [len(shared) + 2]]
+    list(ScoringEngine(default_lm, progress=False).continuation_logits(encoded, rows=rows))
+    assert positions == [len(head), len(shared), 2 * len(a)]
+    assert heads == [1, 1, 2 * 2]
+
+
+def test_continuation_logits_refuses_rows_outside_the_continuation(default_lm):
+    encoded = stemmed_requests(default_lm)[:2]
+    engine = ScoringEngine(default_lm, progress=False)
+    for rows in ([[0], [len(encoded[1].continuation)]], [[0], []], [[0]]):
+        with pytest.raises(ValueError, match="rows"):
+            list(engine.continuation_logits(encoded, rows=rows))
+
+
+@pytest.mark.parametrize(
+    "sliding_window, prefixes, endings",
+    [
+        (64, (6, 6, 3), ((20, 21, 22), (30,), (40, 41))),
+        (4, (6, 6), ((20, 21, 22), (30, 31, 32))),
+    ],
+)
+def test_stems_over_a_sliding_window_cache_read_as_the_whole_sequence_does(
+    default_lm, sliding_window, prefixes, endings
+):
+    """Gemma-3's sliding-window layers: padded batches under a window longer than them, and a window shorter than
+    the sequences (where positions are only right unpadded, as in every path of the engine)."""
+    config = Gemma3TextConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        sliding_window=sliding_window,
+        layer_types=["sliding_attention", "full_attention"],
+    )
+    torch.manual_seed(0)
+    model = Gemma3ForCausalLM(config).eval()
+    lm = LanguageModel("tiny-gemma", "test", model, default_lm.tokenizer, chat=True)
+    assert lm.pad_token_id < config.vocab_size
+    stem = (11, 12, 13, 14, 15)
+    encoded = [Encoded(tuple(range(5, 5 + n)), stem + ending, True) for n, ending in zip(prefixes, endings)]
+    rows = [[2, len(stem) - 1, len(e.continuation) - 1] for e in encoded]
+    got = dict(ScoringEngine(lm, progress=False).continuation_logits(encoded, rows=rows))
+    with torch.inference_mode():
+        for index, request in enumerate(encoded):
+            whole = model(torch.tensor([request.prefix + request.continuation])).logits[0, len(request.prefix) :]
+            torch.testing.assert_close(got[index], whole[rows[index]], atol=1e-5, rtol=0)

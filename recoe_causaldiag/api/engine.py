@@ -65,6 +65,9 @@ class Engine(Protocol):
         """Greedy continuations."""
         ...
 
-    def continuation_logits(self, encoded: Sequence[Encoded], *, desc: str = ...) -> Iterator[tuple[int, torch.Tensor]]:
-        """(request index, next-token logits at each continuation position), streamed."""
+    def continuation_logits(
+        self, encoded: Sequence[Encoded], *, rows: Sequence[Sequence[int]] | None = ..., desc: str = ...
+    ) -> Iterator[tuple[int, torch.Tensor]]:
+        """(request index, next-token logits at its continuation positions `rows[index]`, in that order; at every
+        position when `rows` is None), streamed; row t is the distribution after continuation token t."""
         ...

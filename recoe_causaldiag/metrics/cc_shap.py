@@ -9,7 +9,8 @@ random permutations, or antithetic pairs of a permutation and its reverse with `
 multi-output, teacher-forced forward per coalition. captum runs twice: once to record the coalitions its seeded
 permutations need, then on their outputs, which are scored in between for every permutation of every instance in
 one batched engine call (the edit prefix's KV cache shared, each coalition cut after its last scored token and
-scored once). The outputs:
+scored once, only the scored rows through the output head; a pair's faithful and unfaithful prompts agree up to where
+their explanations part, and the engine runs that shared beginning once per coalition). The outputs:
 
 - prediction: the log-odds of the predicted label among the label tokens, log p(ŷ) − log(1 − p(ŷ)) (eq. 7;
   the logit difference for two labels), so that both sides are on the log scale of the original's outputs;
@@ -128,13 +129,18 @@ class CoalitionForward:
         scored = max((lay.label_row, *lay.explanation_rows)) + 1
         return [Encoded(lay.head, (key + lay.tail)[:scored], False, lay.state) for key in self.recorded]
 
+    @property
+    def scored_rows(self) -> tuple[int, ...]:
+        """The continuation rows a coalition's outputs are read from: the label's, then each explanation token's."""
+        return (self.layout.label_row, *self.layout.explanation_rows)
+
     def store(self, index: int, logits: torch.Tensor) -> None:
-        """The outputs of the `index`-th recorded coalition from its continuation logits."""
+        """The outputs of the `index`-th recorded coalition from its logits at `scored_rows`."""
         lay = self.layout
-        logp = torch.log_softmax(logits[lay.label_row, list(lay.label_ids)].double(), dim=-1)
+        logp = torch.log_softmax(logits[0, list(lay.label_ids)].double(), dim=-1)
         others = torch.cat([logp[: self.label_index], logp[self.label_index + 1 :]])
         label = logp[self.label_index] - torch.logsumexp(others, dim=0)
-        rows = torch.log_softmax(logits[list(lay.explanation_rows)].double(), dim=-1)
+        rows = torch.log_softmax(logits[1:].double(), dim=-1)
         tokens = rows[torch.arange(len(lay.explanation_ids)), torch.tensor(lay.explanation_ids, dtype=torch.long)]
         self.memo[list(self.recorded)[index]] = torch.cat([label.reshape(1), tokens])
 
@@ -143,8 +149,9 @@ def score_recorded(engine: Engine, forwards: Sequence[CoalitionForward]) -> None
     """Score the coalitions every forward recorded, all in one engine call, and clear the records."""
     owners = [(forward, index) for forward in forwards for index in range(len(forward.recorded))]
     encoded = [request for forward in forwards for request in forward.requests()]
+    rows = [forward.scored_rows for forward, _ in owners]
     if encoded:
-        for position, logits in engine.continuation_logits(encoded, desc="cc_shap coalitions"):
+        for position, logits in engine.continuation_logits(encoded, rows=rows, desc="cc_shap coalitions"):
             forward, index = owners[position]
             forward.store(index, logits)
     for forward in forwards:
