@@ -4,10 +4,11 @@ no prefix reuse; for CaF one forward per patch), each in a process of its own, m
 
 Printed per metric: pairs/s of both paths and their ratio against the issue's target, the largest difference of
 any score between them (NaN where a score is NaN on one path only), the engine's achieved GFLOP/s and its share of
-this machine's fp32 matmul peak (measured first, in this run), and each path's peak RSS. FLOPs are counted as
-2 · (a decoder layer's parameters) per input position through that layer (padding included: it is work done; a
-layer replayed from a cached run is not) plus 2 · hidden · vocab per logit row computed; attention's quadratic term
-is left out, so the figure is a lower bound.
+this machine's matmul peak in the model's precision (measured first, in this run: float32 on CPU, bfloat16 on
+CUDA), each path's peak RSS and, on CUDA, each path's peak of allocated GPU memory. FLOPs are counted as 2 · (a
+decoder layer's parameters) per input position through that layer (padding included: it is work done; a layer
+replayed from a cached run is not) plus 2 · hidden · vocab per logit row computed; attention's quadratic term is
+left out, so the figure is a lower bound.
 """
 
 from __future__ import annotations
@@ -38,14 +39,19 @@ FEW_PAIRS = {"cc_shap": 1, "causal_faithfulness": 1}
 """Metrics whose reference loop is slow enough to need fewer pairs (the ratio does not depend on the count)."""
 
 
-def matmul_peak(size: int = 2048, repeats: int = 5) -> float:
-    """The machine's measured fp32 matmul rate in GFLOP/s (best of `repeats`)."""
-    a, b = torch.randn(size, size), torch.randn(size, size)
+def matmul_peak(device: torch.device, dtype: torch.dtype, repeats: int = 5) -> float:
+    """The machine's measured matmul rate in GFLOP/s on `device` in `dtype` (best of `repeats`), the precision the
+    model runs in there (float32 on CPU, bfloat16 on CUDA)."""
+    size = 2048 if device.type == "cpu" else 8192
+    a, b = (torch.randn(size, size, device=device, dtype=dtype) for _ in range(2))
+    synchronize = torch.cuda.synchronize if device.type == "cuda" else lambda: None
     a @ b
+    synchronize()
     best = float("inf")
     for _ in range(repeats):
         started = time.perf_counter()
         a @ b
+        synchronize()
         best = min(best, time.perf_counter() - started)
     return 2 * size**3 / best / 1e9
 
@@ -109,11 +115,15 @@ def worker(metric_name: str, path: str, pairs: int, model: str, warm: bool, opti
     if warm:  # fills the helper's disk cache; the timed run gets a fresh engine, so no label memo carries over
         metric.score(scored_pairs, engine_class(lm, progress=False))
     counter = WorkCounter(lm.model)
+    if lm.model.device.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
     started = time.perf_counter()
     scores = metric.score(scored_pairs, engine)
     seconds = time.perf_counter() - started
     return {
         "seconds": seconds,
+        "gpu_mb": torch.cuda.max_memory_allocated() / 2**20 if lm.model.device.type == "cuda" else None,
         "pairs": len(scored_pairs),
         "flops": counter.flops,
         "scores": {s.variant: [*map(float, s.faithful), *map(float, s.unfaithful)] for s in scores},
@@ -172,7 +182,7 @@ def largest_difference(a: dict[str, list[float]], b: dict[str, list[float]]) -> 
 
 def main() -> None:
     from recoe_causaldiag.metrics import METRICS
-    from recoe_causaldiag.models import DEFAULT_MODEL
+    from recoe_causaldiag.models import DEFAULT_MODEL, default_device, default_dtype
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pairs", type=int, default=4, help="FactCheck pairs per metric (fewer for CC-SHAP and CaF)")
@@ -189,8 +199,11 @@ def main() -> None:
     names = (
         [n for n in METRICS.names() if METRICS.get(n).uses_model] if args.metric == "all" else args.metric.split(",")
     )
-    peak = matmul_peak()
-    print(f"model {args.model}; {torch.get_num_threads()} threads; fp32 matmul peak {peak:.1f} GFLOP/s (measured)")
+    device = default_device()
+    dtype = default_dtype(device)
+    peak = matmul_peak(device, dtype)
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else f"{torch.get_num_threads()} CPU threads"
+    print(f"model {args.model} on {where}; {str(dtype)[6:]} matmul peak {peak:.1f} GFLOP/s (measured)")
     header = (
         f"{'metric':<20} {'pairs':>5} {'engine p/s':>10} {'ref p/s':>9} {'ratio':>7} {'target':>6} "
         f"{'max|Δscore|':>11} {'GFLOP/s':>8} {'of peak':>7} {'RSS eng':>8} {'RSS ref':>8}"
@@ -223,7 +236,15 @@ def print_row(
         f"{label:<20} {pairs:>5} {pairs / fast['seconds']:>10.3f} {pairs / slow['seconds']:>9.3f} "
         f"{ratio:>6.1f}x {target:>5.0f}x {shown:>11} "
         f"{achieved:>8.1f} {achieved / peak:>6.0%} {fast_rss:>6.0f}MB {slow_rss:>6.0f}MB  {verdict}"
+        f"{gpu_memory(fast, slow)}"
     )
+
+
+def gpu_memory(fast: dict, slow: dict) -> str:
+    """Each path's peak of allocated GPU memory while scoring, where it ran on CUDA."""
+    if fast["gpu_mb"] is None:
+        return ""
+    return f"  (GPU peak {fast['gpu_mb']:.0f} / {slow['gpu_mb']:.0f} MB)"
 
 
 if __name__ == "__main__":

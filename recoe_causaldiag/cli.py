@@ -129,6 +129,7 @@ def _run(args: argparse.Namespace) -> int:
             explanations=args.explanations,
             seed=args.seed,
             batch_size=args.batch_size,
+            precision=args.precision,
             metric_options=options,
             swap=not args.no_swap,
             editor_options=editor_options,
@@ -515,6 +516,12 @@ def parser() -> argparse.ArgumentParser:
         command.add_argument("--explanations", default="synthetic", help="synthetic or generated")
         command.add_argument("--seed", type=int, default=0, help="seed of the pair sample and the bootstrap")
         command.add_argument("--batch-size", type=int, default=32, help="prompts per forward")
+        command.add_argument(
+            "--precision",
+            default="auto",
+            help="auto, float32, float16 or bfloat16: the model's dtype (auto: bfloat16 on CUDA, float32 on CPU); in "
+            "float32 a score does not depend on which prompts share its batch, in bfloat16 a binary one can flip",
+        )
         command.add_argument("--data-dir", help="folder of built datasets (default: built on demand in the cache)")
         command.add_argument("--out", required=True, help="results JSON; .md and .png are written beside it")
         command.add_argument("--no-progress", action="store_true")

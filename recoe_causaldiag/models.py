@@ -241,7 +241,7 @@ def _from_folder(
     return model.to(device).eval(), tokenizer
 
 
-def _default_dtype(device: torch.device) -> torch.dtype:
+def default_dtype(device: torch.device) -> torch.dtype:
     """bfloat16 on CUDA (float16's range overflows in some models' activations), float32 on CPU."""
     return torch.bfloat16 if device.type == "cuda" else torch.float32
 
@@ -255,7 +255,7 @@ def load_model(
 ) -> LanguageModel:
     """Load a packaged model by name, a model folder by path, or a Hugging Face hub id (needs network)."""
     device = torch.device(device) if device is not None else default_device()
-    dtype = dtype or _default_dtype(device)
+    dtype = dtype or default_dtype(device)
     if name in PACKAGED_MODELS:
         folder, resolved = _packaged_model(name)
         if device.type == "cpu" and dtype == torch.float32:

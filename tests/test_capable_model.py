@@ -48,8 +48,8 @@ def test_too_little_memory_is_refused_with_the_models_measured_need(monkeypatch,
 
 
 def test_bfloat16_on_cuda_float32_on_cpu():
-    assert models._default_dtype(torch.device("cuda")) == torch.bfloat16
-    assert models._default_dtype(torch.device("cpu")) == torch.float32
+    assert models.default_dtype(torch.device("cuda")) == torch.bfloat16
+    assert models.default_dtype(torch.device("cpu")) == torch.float32
 
 
 @pytest.mark.large_model

@@ -56,6 +56,7 @@ def in_process(capsys, monkeypatch, *args, cwd=None):
         (["run", "--task", "factchek", "--out", "x.json"], "unknown task 'factchek'; did you mean 'factcheck'?"),
         (["run", "--model", "smolm2", "--out", "x.json"], "unknown model 'smolm2'"),
         (["run", "--editor", "mend", "--out", "x.json"], "unknown editor 'mend'"),
+        (["run", "--precision", "int3", "--out", "x.json"], "unknown precision 'int3'"),
         (["build", "factchek", "--out", "x"], "unknown dataset 'factchek'"),
     ],
 )
@@ -416,6 +417,8 @@ def test_rerun_repeats_the_recorded_job_exactly(tmp_path, capsys, monkeypatch):
         "4",
         "--seed",
         "5",
+        "--precision",
+        "float32",
         "--no-swap",
         "--data-dir",
         data,
@@ -427,6 +430,7 @@ def test_rerun_repeats_the_recorded_job_exactly(tmp_path, capsys, monkeypatch):
     assert done.returncode == 0, done.stderr
     a, b = json.loads(first.read_text()), json.loads(second.read_text())
     assert a["run_spec"] == b["run_spec"] and a["run_spec"]["seed"] == 5 and a["run_spec"]["swap"] is False
+    assert a["run_spec"]["precision"] == "float32"
     assert a["results"][0]["d_sym"] is None and "d_swap" not in a["pairs"][0]
     assert a["pairs"] == b["pairs"] and len(a["pairs"]) == 4
     assert [r["diagnosticity"] for r in a["results"]] == [r["diagnosticity"] for r in b["results"]]
