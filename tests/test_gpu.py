@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 from test_reference_engine import OPTIONS, TOLERANCE
-from test_scoring import stemmed_requests
+from test_scoring import assert_rows_equal_a_full_forward, stemmed_requests
 
 from recoe_causaldiag.mechanisms.activation_patching import patched_readouts_reference
 from recoe_causaldiag.metrics import METRICS
@@ -25,6 +25,12 @@ BFLOAT16_TOLERANCE = 0.05
 @pytest.fixture(scope="module")
 def cuda_lm():
     return load_model(DEFAULT_MODEL, device="cuda", dtype=torch.float32)
+
+
+@pytest.fixture(scope="module")
+def cuda_bfloat16_lm():
+    """The default model as CUDA loads it by default."""
+    return load_model(DEFAULT_MODEL, device="cuda")
 
 
 def scores_of(name: str, engine, pairs) -> dict[str, np.ndarray]:
@@ -55,28 +61,19 @@ def test_every_model_metric_scores_alike_on_the_engine_and_the_reference_loop_on
 def test_continuation_logits_on_cuda_at_the_rows_asked_equal_a_full_forward(cuda_lm):
     encoded = stemmed_requests(cuda_lm)
     rows = [[0, len(e.continuation) // 2, len(e.continuation) - 1] for e in encoded]
-    got = dict(
-        ScoringEngine(cuda_lm, max_batch_tokens=40, max_logit_tokens=4, progress=False).continuation_logits(
-            encoded, rows=rows
-        )
-    )
-    with torch.inference_mode():
-        for index, request in enumerate(encoded):
-            ids = torch.tensor([request.prefix + request.continuation], device=cuda_lm.model.device)
-            whole = cuda_lm.model(ids).logits[0, len(request.prefix) :].float()
-            torch.testing.assert_close(got[index].to(whole.device), whole[rows[index]], atol=1e-4, rtol=0)
+    engine = ScoringEngine(cuda_lm, max_batch_tokens=40, max_logit_tokens=4, progress=False)
+    assert_rows_equal_a_full_forward(cuda_lm, encoded, rows, dict(engine.continuation_logits(encoded, rows=rows)))
 
 
 @pytest.mark.parametrize(
     "name, variants",
     [("filler_tokens", None), ("early_answering", None), ("cct_pair", ("pointbiserial",))],
 )
-def test_bfloat16_scores_stay_close_to_float32_on_cuda(name, variants, cuda_lm, factcheck_pairs):
+def test_bfloat16_scores_stay_close_to_float32_on_cuda(name, variants, cuda_lm, cuda_bfloat16_lm, factcheck_pairs):
     """CCT's `spearman` variant is left out: a rank correlation over a few mentions jumps when bfloat16 rounds two
     impacts to a tie (0.866 in float32, 1.000 in bfloat16 on the second pair, measured on an H200)."""
-    half = load_model(DEFAULT_MODEL, device="cuda")
-    assert half.dtype == "bfloat16"
-    fast = scores_of(name, ScoringEngine(half, progress=False), factcheck_pairs[:2])
+    assert cuda_bfloat16_lm.dtype == "bfloat16"
+    fast = scores_of(name, ScoringEngine(cuda_bfloat16_lm, progress=False), factcheck_pairs[:2])
     exact = scores_of(name, ScoringEngine(cuda_lm, progress=False), factcheck_pairs[:2])
     for variant in variants or fast:
         np.testing.assert_allclose(fast[variant], exact[variant], atol=BFLOAT16_TOLERANCE, rtol=0, err_msg=variant)

@@ -267,6 +267,16 @@ def stemmed_requests(lm) -> list[Encoded]:
     ]
 
 
+def assert_rows_equal_a_full_forward(lm, encoded, rows, got) -> None:
+    """Each request's logits `got[index]` at its continuation `rows[index]` equal those of one forward over the whole
+    prompt, on the model's device."""
+    with torch.inference_mode():
+        for index, request in enumerate(encoded):
+            ids = torch.tensor([request.prefix + request.continuation], device=lm.model.device)
+            whole = lm.model(ids).logits[0, len(request.prefix) :].float().cpu()
+            torch.testing.assert_close(got[index], whole[rows[index]], atol=1e-4, rtol=0)
+
+
 @pytest.mark.parametrize("max_batch_tokens, max_logit_tokens", [(2048, 256), (40, 4)])
 def test_continuation_logits_at_the_rows_asked_equal_a_full_forward(default_lm, max_batch_tokens, max_logit_tokens):
     encoded = stemmed_requests(default_lm)
@@ -278,11 +288,7 @@ def test_continuation_logits_at_the_rows_asked_equal_a_full_forward(default_lm, 
     )
     got = dict(engine.continuation_logits(encoded, rows=rows))
     assert sorted(got) == list(range(len(encoded)))
-    with torch.inference_mode():
-        for index, request in enumerate(encoded):
-            ids = torch.tensor([request.prefix + request.continuation])
-            whole = default_lm.model(ids).logits[0, len(request.prefix) :].float()
-            torch.testing.assert_close(got[index], whole[rows[index]], atol=1e-4, rtol=0)
+    assert_rows_equal_a_full_forward(default_lm, encoded, rows, got)
     everything = dict(engine.continuation_logits(encoded[:2]))
     assert [everything[i].shape[0] for i in range(2)] == [len(e.continuation) for e in encoded[:2]]
 
