@@ -2,8 +2,9 @@
 
 Requests are grouped by the edits they run under (one group under ICE, one per set of facts under a
 weight editor, each group's edit applied while it runs) and then by their shared prefix (system turn +
-ICE edits + question); each prefix is encoded once per batch and its KV cache is reused for every
-continuation (explanation variant) that follows it. Batches are filled longest-first and results
+ICE edits + question); each prefix is encoded once per batch, after the beginning that the batch's prefixes
+share (system turn and instruction, encoded once), and its KV cache is reused for every continuation
+(explanation variant) that follows it. Batches are filled longest-first and results
 restored to request order.
 """
 
@@ -27,7 +28,7 @@ from .kv_cache import extended_cache, forked_cache
 from .models import LanguageModel, load_model
 from .packaged_models import default_helper_model
 from .prompts import Prompt
-from .shared_stems import Stem, shared_stems
+from .shared_stems import Stem, common_length, shared_stems
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -278,16 +279,25 @@ class ScoringEngine:
         )
 
     def _encode_prefixes(self, window: Sequence[tuple[int, ...]]) -> tuple[torch.Tensor, torch.Tensor, Any]:
-        """The prefixes `window` in one forward, left-padded: their attention mask, last-token logits and KV cache."""
-        ids, mask = left_pad(window, self.lm.pad_token_id, self.lm.device)
+        """The prefixes `window`: their attention mask, last-token logits and KV cache. The beginning they all share
+        (`shared_head`: the system turn and the instruction, at least) is encoded once, and their rests after it in one
+        forward, left-padded; the mask marks the shared beginning, then each rest."""
+        device, rows = self.lm.device, len(window)
+        head = shared_head(window)
+        past, cache = torch.ones((rows, len(head)), dtype=torch.long, device=device), None
+        if head:
+            out = self.lm.model(input_ids=torch.tensor([head], device=device), use_cache=True, logits_to_keep=1)
+            cache = extended_cache(out.past_key_values, torch.zeros(rows, dtype=torch.long, device=device))
+        ids, mask = left_pad([prefix[len(head) :] for prefix in window], self.lm.pad_token_id, device)
         out = self.lm.model(
             input_ids=ids,
-            attention_mask=mask,
-            position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
+            attention_mask=torch.cat([past, mask], dim=1),
+            position_ids=len(head) + (mask.cumsum(-1) - 1).clamp(min=0),
+            past_key_values=cache,
             use_cache=True,
             logits_to_keep=1,
         )
-        return mask, out.logits[:, -1].float().cpu(), out.past_key_values
+        return torch.cat([past, mask], dim=1), out.logits[:, -1].float().cpu(), out.past_key_values
 
     def _windows(
         self, encoded: Sequence[Encoded], members: Sequence[int], token_limit: int
@@ -432,6 +442,16 @@ def requested_rows(encoded: Sequence[Encoded], rows: Sequence[Sequence[int]] | N
                 "continuation (needs one or more, each in range)"
             )
     return wanted
+
+
+def shared_head(prefixes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """The beginning that all of several `prefixes` share, short of the shortest one's last token (so that each has a
+    rest to encode after it); empty for a single prefix."""
+    if len(prefixes) < 2:
+        return ()
+    shortest = min(len(prefix) for prefix in prefixes)
+    length = min(common_length(prefixes[0], prefix) for prefix in prefixes[1:])
+    return prefixes[0][: min(length, shortest - 1)]
 
 
 def suffix(request: Encoded, stem: Stem) -> tuple[int, ...]:

@@ -50,7 +50,7 @@ def test_batched_cached_scores_equal_unbatched_uncached(default_lm, requests_, r
     np.testing.assert_allclose(batched, reference, atol=1e-4, rtol=0)
 
 
-def test_prefix_is_encoded_once_per_window(default_lm, requests_):
+def test_prefix_is_encoded_once_per_window_after_their_shared_beginning(default_lm, requests_):
     calls = []
     forward = default_lm.model.forward
 
@@ -63,10 +63,41 @@ def test_prefix_is_encoded_once_per_window(default_lm, requests_):
         ScoringEngine(default_lm, batch_size=64, max_prefix_tokens=10**6, progress=False).label_probs(requests_)
     finally:
         default_lm.model.forward = forward
-    prefixes = {ScoringEngine(default_lm).encode(r.prompt).prefix for r in requests_}
-    assert calls[0][0] == len(prefixes)
-    assert sum(shape[0] for shape in calls[1:]) == len(
+    prefixes = sorted({ScoringEngine(default_lm).encode(r.prompt).prefix for r in requests_}, key=len, reverse=True)
+    head = scoring.shared_head(prefixes)
+    assert len(prefixes) > 1 and len(head) > 10
+    assert calls[0] == (1, len(head))
+    assert calls[1] == (len(prefixes), max(len(p) for p in prefixes) - len(head))
+    assert sum(shape[0] for shape in calls[2:]) == len(
         {(r.prompt.continuation, r.prompt.turns) for r in requests_ if r.prompt.continuation}
+    )
+
+
+@pytest.mark.parametrize(
+    "prefixes, head",
+    [
+        ([(1, 2, 3, 4), (1, 2, 3, 5, 6), (1, 2, 7)], (1, 2)),
+        ([(1, 2, 3), (1, 2, 3, 4)], (1, 2)),
+        ([(1, 2, 3), (4, 2, 3)], ()),
+        ([(1, 2, 3)], ()),
+    ],
+)
+def test_the_shared_head_is_what_all_prefixes_begin_with_short_of_the_shortest_ones_last_token(prefixes, head):
+    assert scoring.shared_head(prefixes) == head
+
+
+def test_prefixes_with_a_shared_head_score_as_whole_prompts_do(default_lm, factcheck_pairs):
+    """Direct prompts whose edits differ after the first (CCT's interventions): left-padded rests after a head of
+    several tokens, against one whole prompt per forward."""
+    pair = factcheck_pairs[0]
+    requests = [
+        LabelRequest(prompts.direct(edits, pair.question), pair.choices)
+        for edits in (pair.edits, pair.edits[:1], (pair.edits[0], "Paris is in France.", *pair.edits[1:]))
+    ]
+    engine = ScoringEngine(default_lm, progress=False)
+    assert len(scoring.shared_head([engine.encode(r.prompt).prefix for r in requests])) > 10
+    np.testing.assert_allclose(
+        np.stack(engine.label_probs(requests)), np.stack(naive_label_probs(default_lm, requests)), atol=1e-4, rtol=0
     )
 
 
@@ -126,7 +157,7 @@ def test_passes_that_keep_every_positions_logits_hold_at_most_max_logit_tokens(d
     forward = default_lm.model.forward
 
     def recording(*args, **kwargs):
-        if kwargs.get("past_key_values") is not None:
+        if kwargs.get("use_cache") is False:  # a continuation pass, not a prefix's
             shapes.append(tuple(kwargs["input_ids"].shape))
         return forward(*args, **kwargs)
 
@@ -215,7 +246,7 @@ def test_the_engine_hands_freed_memory_back_after_every_batch(default_lm, reques
     forward = default_lm.model.forward
 
     def recording(*args, **kwargs):
-        if kwargs.get("past_key_values") is not None:
+        if kwargs.get("use_cache") is False:  # a continuation pass, not a prefix's
             batches.append(len(released))
         return forward(*args, **kwargs)
 
