@@ -3,7 +3,8 @@
 correlation of the first-order causal matrices (answer and explanation, every (position, layer) cell) with the
 exact ones, the CaF scores of both paths, and the seconds each took: exact patching, the metric's attribution
 default (the `--verified-cells` highest-ranked cells re-patched exactly) and pure attribution patching (none
-re-patched). `--out` keeps every row as it comes, so an interrupted run leaves what it measured.
+re-patched). `--out` keeps every row as it comes, so an interrupted run leaves what it measured; `--report FILE`
+summarises such a file and plots it (FILE with .png), computing nothing.
 """
 
 from __future__ import annotations
@@ -21,22 +22,72 @@ PATHS = ("exact", "attribution", "attribution_only")
 
 
 def summary(rows: list[dict]) -> dict:
-    """Medians of the agreement, the mean CaF gap, and each path's seconds and speed-up over exact patching."""
+    """Medians of the agreement, the mean CaF gap, and each path's seconds and speed-up over exact patching (rows
+    with a `timing_note`, e.g. a process stopped while it ran, are left out of the seconds)."""
     rho = np.array([row["spearman"] for row in rows])
-    seconds = {path: float(sum(row["seconds"][path] for row in rows)) for path in PATHS}
+    timed = [row for row in rows if "timing_note" not in row]
+    seconds = {path: float(sum(row["seconds"][path] for row in timed)) for path in PATHS}
     return {
         "explanations": len(rows),
         "median_spearman_answer": float(np.nanmedian(rho[:, 0])),
         "median_spearman_explanation": float(np.nanmedian(rho[:, 1])),
         "mean_abs_caf_gap": float(np.nanmean([abs(row["caf"]["exact"] - row["caf"]["attribution"]) for row in rows])),
         "sign_changes": int(sum(np.sign(row["caf"]["exact"]) != np.sign(row["caf"]["attribution"]) for row in rows)),
+        "timed_explanations": len(timed),
         "seconds": seconds,
         "speedup": {path: seconds["exact"] / seconds[path] for path in PATHS[1:]},
         "median_speedup_per_explanation": {
-            path: float(np.median([row["seconds"]["exact"] / row["seconds"][path] for row in rows]))
+            path: float(np.median([row["seconds"]["exact"] / row["seconds"][path] for row in timed]))
             for path in PATHS[1:]
         },
     }
+
+
+def report(rows: list[dict], out: Path | None) -> None:
+    """Print the summary; with `out`, write it beside the rows and plot both agreements beside the file."""
+    result = summary(rows)
+    print(
+        f"{len(rows)} explanations; median Spearman ρ of the first-order matrices with the exact ones: answer "
+        f"{result['median_spearman_answer']:.3f}, explanation {result['median_spearman_explanation']:.3f}; "
+        f"mean |Δcaf| {result['mean_abs_caf_gap']:.3f}, sign changes {result['sign_changes']}"
+    )
+    print(
+        f"seconds over {result['timed_explanations']} timed explanations: "
+        + ", ".join(f"{path} {result['seconds'][path]:.1f}" for path in PATHS)
+        + "; speed-up over exact: "
+        + ", ".join(f"{path} {result['speedup'][path]:.1f}x" for path in PATHS[1:])
+    )
+    if out:
+        out.write_text(json.dumps({"rows": rows, "summary": result}, indent=1) + "\n")
+        plot(rows, out.with_suffix(".png"))
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    """Spearman ρ per explanation (answer and explanation matrices) and CaF by attribution against exact CaF."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    rho = np.array([row["spearman"] for row in rows])
+    left.boxplot([rho[:, 0], rho[:, 1]], tick_labels=["answer", "explanation"])
+    for k in (0, 1):
+        left.scatter(np.full(len(rho), k + 1) + np.linspace(-0.15, 0.15, len(rho)), rho[:, k], s=10, alpha=0.6)
+    left.set_ylabel("Spearman ρ, first-order vs exact cells")
+    left.set_title(f"agreement of the causal matrices ({len(rows)} explanations)")
+    exact = [row["caf"]["exact"] for row in rows]
+    for variant, marker in (("attribution", "o"), ("attribution_only", "x")):
+        right.scatter(exact, [row["caf"][variant] for row in rows], marker=marker, label=variant.replace("_", " "))
+    right.axline((0, 0), slope=1, color="grey", linewidth=0.8)
+    right.axhline(0, color="grey", linewidth=0.4)
+    right.axvline(0, color="grey", linewidth=0.4)
+    right.set_xlabel("CaF, exact patching")
+    right.set_ylabel("CaF, attribution patching")
+    right.set_title("the score itself")
+    right.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
 
 
 def main() -> None:
@@ -51,7 +102,11 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=4)
     parser.add_argument("--verified-cells", type=int, default=16)
     parser.add_argument("--out", type=Path, help="JSON file the rows and the summary are written to, row by row")
+    parser.add_argument("--report", type=Path, help="summarise and plot the rows of an --out file, computing nothing")
     args = parser.parse_args()
+    if args.report:
+        report(json.loads(args.report.read_text())["rows"], args.report)
+        return
 
     lm = load_model(args.model)
     engine = ScoringEngine(lm, progress=False)
@@ -100,19 +155,7 @@ def main() -> None:
             )
             if args.out:
                 args.out.write_text(json.dumps({"rows": rows, "summary": summary(rows)}, indent=1) + "\n")
-    result = summary(rows)
-    print(
-        f"{len(rows)} explanations of {len(pairs)} FactCheck pairs; {args.verified_cells} cells verified exactly. "
-        f"median Spearman ρ: answer {result['median_spearman_answer']:.3f}, explanation "
-        f"{result['median_spearman_explanation']:.3f}; mean |Δcaf| {result['mean_abs_caf_gap']:.3f}, "
-        f"sign changes {result['sign_changes']}"
-    )
-    print(
-        "seconds: "
-        + ", ".join(f"{path} {result['seconds'][path]:.1f}" for path in PATHS)
-        + "; speed-up over exact: "
-        + ", ".join(f"{path} {result['speedup'][path]:.1f}x" for path in PATHS[1:])
-    )
+    report(rows, args.out)
 
 
 if __name__ == "__main__":
