@@ -58,8 +58,13 @@ def report(rows: list[dict], out: Path | None) -> None:
         + ", ".join(f"{path} {result['speedup'][path]:.1f}x" for path in PATHS[1:])
     )
     if out:
-        out.write_text(json.dumps({"rows": rows, "summary": result}, indent=1) + "\n")
+        save(rows, out)
         plot(rows, out.with_suffix(".png"))
+
+
+def save(rows: list[dict], out: Path) -> None:
+    """Write the rows and their summary to `out`."""
+    out.write_text(json.dumps({"rows": rows, "summary": summary(rows)}, indent=1) + "\n")
 
 
 def plot(rows: list[dict], path: Path) -> None:
@@ -154,7 +159,7 @@ def main() -> None:
                 flush=True,
             )
             if args.out:
-                args.out.write_text(json.dumps({"rows": rows, "summary": summary(rows)}, indent=1) + "\n")
+                save(rows, args.out)
     report(rows, args.out)
 
 

@@ -289,15 +289,16 @@ class ScoringEngine:
             out = self.lm.model(input_ids=torch.tensor([head], device=device), use_cache=True, logits_to_keep=1)
             cache = extended_cache(out.past_key_values, torch.zeros(rows, dtype=torch.long, device=device))
         ids, mask = left_pad([prefix[len(head) :] for prefix in window], self.lm.pad_token_id, device)
+        whole_mask = torch.cat([past, mask], dim=1)
         out = self.lm.model(
             input_ids=ids,
-            attention_mask=torch.cat([past, mask], dim=1),
+            attention_mask=whole_mask,
             position_ids=len(head) + (mask.cumsum(-1) - 1).clamp(min=0),
             past_key_values=cache,
             use_cache=True,
             logits_to_keep=1,
         )
-        return torch.cat([past, mask], dim=1), out.logits[:, -1].float().cpu(), out.past_key_values
+        return whole_mask, out.logits[:, -1].float().cpu(), out.past_key_values
 
     def _windows(
         self, encoded: Sequence[Encoded], members: Sequence[int], token_limit: int
