@@ -21,7 +21,7 @@ class ReferenceEngine(ScoringEngine):
     is `model.generate` on one prompt at a time)."""
 
     def __init__(self, lm: LanguageModel, *, editor: Editor = IN_CONTEXT, progress: bool = False) -> None:
-        super().__init__(lm, editor=editor, batch_size=1, progress=progress)
+        super().__init__(lm, editor=editor, batch_size=1, pack=False, progress=progress)
 
     def label_probs(self, requests: Sequence[LabelRequest], *, desc: str = "scoring") -> list[np.ndarray]:
         encoded = [self.encode(r.prompt) for r in requests]

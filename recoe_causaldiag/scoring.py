@@ -5,7 +5,8 @@ weight editor, each group's edit applied while it runs) and then by their shared
 ICE edits + question); each prefix is encoded once per batch, after the beginning that the batch's prefixes
 share (system turn and instruction, encoded once), and its KV cache is reused for every continuation
 (explanation variant) that follows it. Batches are filled longest-first and results
-restored to request order.
+restored to request order. For label probabilities, where a model takes a custom attention mask, the continuations
+of one prefix are packed as trees (`packed_rows`), so that a beginning several of them share runs once.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .editors.editing import IN_CONTEXT, Editor
 from .kv_cache import extended_cache, forked_cache
 from .models import LanguageModel, load_model
 from .packaged_models import default_helper_model
+from .packed_rows import PackedRow, packed_rows
 from .prompts import Prompt
 from .shared_stems import Stem, common_length, shared_stems
 
@@ -52,11 +54,17 @@ with these peaked at 1.39 GB RSS instead of 2.06 GB with the accelerator's, and 
 (README, "Memory"): a forward of a few thousand tokens already keeps the cores busy."""
 ACCELERATOR_LIMITS = BatchLimits(batch=8192, logits=1024, prefix=8192)
 """Limits on any other device (CUDA), where larger forwards pay."""
+MAX_PACKED_TOKENS = 512
+"""The longest packed row (`packed_rows`): its tokens attend to every position of the row, masked or not, so the
+attention's work grows with the square of its length."""
+MIN_FILL = 0.75
+"""The least share of a batch of packed rows' positions that hold tokens rather than padding: a shorter row waits for
+a batch of its own rather than be padded to a much longer one's length."""
 
 
 class ScoringEngine:
     """Batched, prefix-cached scoring with one loaded model. The token limits default to the model's device's
-    (`BATCH_LIMITS`)."""
+    (`BATCH_LIMITS`); `pack` says whether label queries run as packed rows (None: where the model accepts them)."""
 
     def __init__(
         self,
@@ -67,6 +75,7 @@ class ScoringEngine:
         max_batch_tokens: int | None = None,
         max_logit_tokens: int | None = None,
         max_prefix_tokens: int | None = None,
+        pack: bool | None = None,
         progress: bool = True,
     ) -> None:
         if batch_size < 1:
@@ -77,9 +86,16 @@ class ScoringEngine:
         self.max_batch_tokens = limits.batch if max_batch_tokens is None else max_batch_tokens
         self.max_logit_tokens = limits.logits if max_logit_tokens is None else max_logit_tokens
         self.max_prefix_tokens = limits.prefix if max_prefix_tokens is None else max_prefix_tokens
+        self.pack = pack
+        self.max_packed_tokens = MAX_PACKED_TOKENS
         self.progress = progress
         self._prefix_ids: dict[str, tuple[int, ...]] = {}
         self._label_memo: dict[tuple[Encoded, tuple[int, ...]], np.ndarray] = {}
+
+    @property
+    def packs(self) -> bool:
+        """Whether label queries run as packed rows: `pack`, or where it is None, whether the model accepts them."""
+        return accepts_packed_rows(self.lm.model) if self.pack is None else self.pack
 
     def encode(self, prompt: Prompt) -> Encoded:
         prefix_text = self.lm.render(self.editor.conversation(prompt))
@@ -254,28 +270,37 @@ class ScoringEngine:
         return picked, torch.cat([past_mask, mask], dim=1)
 
     def _fill(
-        self, items: Sequence[T], shape: Callable[[T], tuple[int, Sequence[int]]], *, past: int = 0
+        self,
+        items: Sequence[T],
+        shape: Callable[[T], tuple[int, Sequence[int]]],
+        *,
+        past: int = 0,
+        packed: bool = False,
     ) -> Iterator[list[T]]:
-        """`items` in consecutive batches for `_continue`, by each item's (sequence length, rows kept): a batch holds
-        at most `batch_size` sequences, `max_batch_tokens` tokens counting the `past` positions each sequence attends
-        to in a cache of its own (the padded prefix of a stem, whose KV cache the batch copies), and
-        `max_logit_tokens` rows through the output head; an item beyond these is a batch of its own."""
+        """`items` in consecutive batches for one forward each, by each item's (sequence length, rows kept): a batch
+        holds at most `batch_size` sequences, `max_batch_tokens` tokens counting the `past` positions each sequence
+        attends to in a cache of its own (the padded prefix of a stem, whose KV cache the batch copies), and
+        `max_logit_tokens` rows through the output head; an item beyond these is a batch of its own. Sequences are
+        left-padded, `packed` rows (`packed_rows`, longest first) right-padded, and then at least `MIN_FILL` of a
+        batch's positions are tokens."""
         batch: list[T] = []
         for item in items:
-            if batch and not self._fits([shape(i) for i in [*batch, item]], past):
+            if batch and not self._fits([shape(i) for i in [*batch, item]], past, packed=packed):
                 yield batch
                 batch = []
             batch.append(item)
         if batch:
             yield batch
 
-    def _fits(self, shapes: Sequence[tuple[int, Sequence[int]]], past: int) -> bool:
+    def _fits(self, shapes: Sequence[tuple[int, Sequence[int]]], past: int, *, packed: bool = False) -> bool:
         width = max(length for length, _ in shapes)
-        columns = {width - length + row for length, rows in shapes for row in rows}
+        offsets = [0 if packed else width - length for length, _ in shapes]
+        columns = {offset + row for offset, (_, rows) in zip(offsets, shapes) for row in rows}
         return (
             len(shapes) <= self.batch_size
             and len(shapes) * (past + width) <= self.max_batch_tokens
             and len(shapes) * len(columns) <= self.max_logit_tokens
+            and (not packed or sum(length for length, _ in shapes) >= MIN_FILL * len(shapes) * width)
         )
 
     def _encode_prefixes(self, window: Sequence[tuple[int, ...]]) -> tuple[torch.Tensor, torch.Tensor, Any]:
@@ -388,9 +413,83 @@ class ScoringEngine:
     def _last_logits(self, encoded: Sequence[Encoded], *, desc: str) -> Iterator[tuple[int, torch.Tensor]]:
         """(request index, next-token logits after the whole request), streamed batch by batch: a caller keeps what
         it needs of a row (the label tokens' few logits), never a vocabulary of logits per request."""
+        if self.packs:
+            yield from self._packed_last_logits(encoded, desc=desc)
+            return
         for prefix_last, batch, cont_logits in self._passes(encoded, keep_all=False, desc=desc):
             for row, (index, prefix_row) in enumerate(batch):
                 yield index, (cont_logits[row, -1] if encoded[index].continuation else prefix_last[prefix_row])
+
+    @torch.inference_mode()
+    def _packed_last_logits(self, encoded: Sequence[Encoded], *, desc: str) -> Iterator[tuple[int, torch.Tensor]]:
+        """`_last_logits` with the continuations of each prefix packed as trees (`packed_rows`): a token that several
+        continuations begin with runs once."""
+        bar = tqdm(total=len(encoded), desc=desc, unit="prompt", disable=not self.progress, leave=False)
+        for _, members in self.by_state(encoded):
+            groups: dict[tuple[int, ...], list[int]] = {}
+            for index in members:
+                groups.setdefault(encoded[index].prefix, []).append(index)
+            for window in self._prefix_windows(sorted(groups, key=len, reverse=True)):
+                prefix_mask, prefix_last, prefix_cache = self._encode_prefixes(window)
+                rows: list[tuple[int, PackedRow]] = []
+                for row, prefix in enumerate(window):
+                    for index in groups[prefix]:
+                        if not encoded[index].continuation:
+                            bar.update(1)
+                            yield index, prefix_last[row]
+                    continuations = {i: encoded[i].continuation for i in groups[prefix] if encoded[i].continuation}
+                    rows += [(row, packed) for packed in packed_rows(continuations, self.max_packed_tokens)]
+                rows.sort(key=lambda item: -len(item[1].tokens))
+                for batch in self._fill(rows, lambda item: (len(item[1].tokens), item[1].end_positions), packed=True):
+                    for index, logits in self._packed_forward(prefix_mask, prefix_cache, batch):
+                        bar.update(1)
+                        yield index, logits
+                    release_freed_memory()
+        bar.close()
+
+    def _packed_forward(
+        self, prefix_mask: torch.Tensor, prefix_cache: Any, batch: Sequence[tuple[int, PackedRow]]
+    ) -> Iterator[tuple[int, torch.Tensor]]:
+        """One forward of a batch of (prefix row, packed row), each packed row right-padded and continuing its prefix
+        row of `prefix_cache`: each of its requests' next-token logits after the request's last token."""
+        device, dtype = self.lm.device, self.lm.model.dtype
+        width = max(len(packed.tokens) for _, packed in batch)
+        ids = torch.full((len(batch), width), self.lm.pad_token_id, dtype=torch.long)
+        positions = torch.zeros((len(batch), width), dtype=torch.long)
+        seen = torch.eye(width, dtype=torch.bool).repeat(len(batch), 1, 1)
+        starts = prefix_mask.sum(-1).cpu()
+        for b, (row, packed) in enumerate(batch):
+            size = len(packed.tokens)
+            ids[b, :size] = torch.tensor(packed.tokens)
+            positions[b, :size] = starts[row] + torch.tensor(packed.depths)
+            seen[b, :size, :size] = packed.visibility()
+        select = torch.tensor([row for row, _ in batch], device=device)
+        visible = torch.cat([prefix_mask[select].bool()[:, None, :].expand(-1, width, -1), seen.to(device)], dim=2)
+        mask = torch.zeros(visible.shape, dtype=dtype, device=device).masked_fill(~visible, torch.finfo(dtype).min)
+        columns = sorted({position for _, packed in batch for position in packed.end_positions})
+        out = self.lm.model(
+            input_ids=ids.to(device),
+            attention_mask=mask[:, None],
+            position_ids=positions.to(device),
+            past_key_values=forked_cache(prefix_cache, select),
+            use_cache=False,
+            logits_to_keep=torch.tensor(columns, device=device),
+        )
+        logits = out.logits.float().cpu()
+        at = {column: j for j, column in enumerate(columns)}
+        for b, (_, packed) in enumerate(batch):
+            for index, position in packed.ends:
+                yield index, logits[b, at[position]]
+
+
+def accepts_packed_rows(model: torch.nn.Module) -> bool:
+    """Whether `model` can run packed rows: they need an attention mask of their own (a 4-D one, which sdpa and eager
+    attention take as given), and a sliding-window layer would be handed the same mask instead of its window."""
+    config = model.config
+    sliding = getattr(config, "sliding_window", None) is not None and any(
+        kind != "full_attention" for kind in getattr(config, "layer_types", None) or ("sliding_attention",)
+    )
+    return config._attn_implementation in ("sdpa", "eager") and not sliding
 
 
 SHARED_ENGINES: dict[tuple[str, bool], ScoringEngine] = {}

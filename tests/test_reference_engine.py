@@ -54,3 +54,27 @@ def test_every_model_metric_scores_alike_on_the_engine_and_the_reference_loop(
         slow = scores["reference"][variant]
         np.testing.assert_array_equal(np.isnan(fast), np.isnan(slow), err_msg=f"{name}/{variant}: NaN pattern")
         np.testing.assert_allclose(fast, slow, atol=TOLERANCE.get(name, 1e-4), rtol=0, err_msg=f"{name}/{variant}")
+
+
+def test_the_reference_loop_runs_every_prompt_whole_and_alone(default_lm, factcheck_pairs, monkeypatch):
+    """What the bench and the test above compare against: one forward per prompt, batch 1, no KV cache, whatever
+    the engine it derives from would batch, cache or pack."""
+    from recoe_causaldiag import prompts
+    from recoe_causaldiag.api import LabelRequest
+
+    pair = factcheck_pairs[0]
+    texts = (pair.explanation_faithful, pair.explanation_faithful + " Hence no.", "")
+    requests = [LabelRequest(prompts.cot(pair.edits, pair.question, text), pair.choices) for text in texts]
+    forwards, forward = [], default_lm.model.forward
+
+    def recording(*args, **kwargs):
+        assert kwargs.get("past_key_values") is None and kwargs.get("attention_mask") is None
+        forwards.append(tuple(kwargs["input_ids"].shape))
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(default_lm.model, "forward", recording)
+    reference = ReferenceEngine(default_lm)
+    reference.label_probs(requests)
+    reference.perplexity([r.prompt for r in requests[:2]])
+    encoded = [reference.encode(r.prompt) for r in requests]
+    assert forwards == [(1, len(e.prefix) + len(e.continuation)) for e in encoded + encoded[:2]]

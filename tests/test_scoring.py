@@ -41,9 +41,14 @@ def reference(default_lm, requests_):
     return np.stack(naive_label_probs(default_lm, requests_))
 
 
+@pytest.mark.parametrize("pack", [True, False])
 @pytest.mark.parametrize("batch_size, max_batch_tokens", [(1, 8192), (5, 600), (32, 8192)])
-def test_batched_cached_scores_equal_unbatched_uncached(default_lm, requests_, reference, batch_size, max_batch_tokens):
-    engine = ScoringEngine(default_lm, batch_size=batch_size, max_batch_tokens=max_batch_tokens, progress=False)
+def test_batched_cached_scores_equal_unbatched_uncached(
+    default_lm, requests_, reference, batch_size, max_batch_tokens, pack
+):
+    engine = ScoringEngine(
+        default_lm, batch_size=batch_size, max_batch_tokens=max_batch_tokens, pack=pack, progress=False
+    )
     batched = np.stack(engine.label_probs(requests_))
     assert batched.shape == (len(requests_), 2)
     np.testing.assert_allclose(batched.sum(axis=1), 1.0, atol=1e-9)
@@ -60,7 +65,9 @@ def test_prefix_is_encoded_once_per_window_after_their_shared_beginning(default_
 
     default_lm.model.forward = counting
     try:
-        ScoringEngine(default_lm, batch_size=64, max_prefix_tokens=10**6, progress=False).label_probs(requests_)
+        ScoringEngine(default_lm, batch_size=64, max_prefix_tokens=10**6, pack=False, progress=False).label_probs(
+            requests_
+        )
     finally:
         default_lm.model.forward = forward
     prefixes = sorted({ScoringEngine(default_lm).encode(r.prompt).prefix for r in requests_}, key=len, reverse=True)
@@ -256,27 +263,101 @@ def test_the_engine_hands_freed_memory_back_after_every_batch(default_lm, reques
     assert len(batches) > 1 and batches == list(range(len(batches))) and len(released) == len(batches)
 
 
-def test_label_scoring_keeps_no_batch_of_logits_once_the_next_one_is_computed(default_lm, requests_, monkeypatch):
+@pytest.mark.parametrize("pack", [True, False])
+def test_label_scoring_keeps_no_batch_of_logits_once_the_next_one_is_computed(default_lm, requests_, pack, monkeypatch):
     """A batch's logits hold a vocabulary per request (196 KB for SmolLM2): label scoring keeps the label tokens'
     probabilities of each and lets the batch go, so memory does not grow with the number of requests. Here every
-    batch's logits are widened to 8 MB a request, so that a batch kept alive shows in the process's RSS."""
-    passes, resident, rows = ScoringEngine._passes, [], []
+    continuation pass's logits are widened to 8 MB a row, so that a batch kept alive shows in the process's RSS."""
+    forward, resident, rows = default_lm.model.forward, [], []
 
-    def widened(self, *args, **kwargs):
-        for prefix_last, batch, logits in passes(self, *args, **kwargs):
-            wide = torch.zeros(*logits.shape[:2], 2**21)
-            wide[..., : logits.shape[-1]] = logits
+    def widened(*args, **kwargs):
+        out = forward(*args, **kwargs)
+        if kwargs.get("use_cache") is False:  # a continuation pass, not a prefix's
+            wide = torch.zeros(*out.logits.shape[:2], 2**21)
+            wide[..., : out.logits.shape[-1]] = out.logits
+            out.logits = wide
             resident.append(resident_mb())
-            rows.append(len(batch))
-            yield prefix_last, batch, wide
+            rows.append(wide.shape[0] * wide.shape[1])
+        return out
 
-    expected = ScoringEngine(default_lm, progress=False).label_probs(requests_)
-    monkeypatch.setattr(ScoringEngine, "_passes", widened)
-    probs = ScoringEngine(default_lm, max_batch_tokens=600, progress=False).label_probs(requests_)
+    expected = ScoringEngine(default_lm, pack=pack, progress=False).label_probs(requests_)
+    monkeypatch.setattr(default_lm.model, "forward", widened)
+    engine = ScoringEngine(default_lm, batch_size=2, pack=pack, progress=False)
+    engine.max_packed_tokens = 16
+    probs = engine.label_probs(requests_)
     np.testing.assert_allclose(probs, expected, atol=1e-4, rtol=0)
     two_batches = 8 * 2 * max(rows)
     assert sum(rows) * 8 > 2 * two_batches  # keeping every batch would hold more than twice the bound below
     assert max(resident) - resident[0] < two_batches
+
+
+def filler_requests(pairs) -> list[LabelRequest]:
+    """Every Filler Tokens prompt of `pairs`' two explanations: fillers of one explanation begin those of the other."""
+    return [
+        LabelRequest(prompts.cot(pair.edits, pair.question, variant), pair.choices)
+        for pair in pairs
+        for explanation in (pair.explanation_faithful, pair.explanation_unfaithful)
+        for variant in (explanation, *(c.apply(explanation) for c in CORRUPTIONS))
+    ]
+
+
+def test_packed_rows_run_a_beginning_that_continuations_share_once(default_lm, factcheck_pairs, monkeypatch):
+    requests = filler_requests(factcheck_pairs[:3])
+    positions = {True: 0, False: 0}
+    forward, packing = default_lm.model.forward, [True]
+
+    def counting(*args, **kwargs):
+        if kwargs.get("use_cache") is False:
+            positions[packing[0]] += kwargs["input_ids"].numel()
+            assert kwargs["attention_mask"].dim() == (4 if packing[0] else 2)
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(default_lm.model, "forward", counting)
+    packed = np.stack(ScoringEngine(default_lm, progress=False).label_probs(requests))
+    packing[0] = False
+    unpacked = np.stack(ScoringEngine(default_lm, pack=False, progress=False).label_probs(requests))
+    np.testing.assert_allclose(packed, unpacked, atol=1e-5, rtol=0)
+    engine = ScoringEngine(default_lm, progress=False)
+    tokens = sum(len(e.continuation) for e in dict.fromkeys(engine.encode(r.prompt) for r in requests))
+    assert positions[True] < 0.8 * tokens <= positions[False]
+
+
+def tiny_config(kind: str, attention: str = "sdpa"):
+    """A two-layer model config of `kind`: llama (full attention), gemma3 (one sliding-window layer) or mistral
+    (a sliding window and no layer types)."""
+    from transformers import LlamaConfig, MistralConfig
+
+    sizes = {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2}
+    sizes |= {"num_attention_heads": 2, "num_key_value_heads": 1}
+    config = {
+        "llama": lambda: LlamaConfig(**sizes),
+        "gemma3": lambda: Gemma3TextConfig(**sizes, head_dim=16, layer_types=["sliding_attention", "full_attention"]),
+        "mistral": lambda: MistralConfig(**sizes, sliding_window=16),
+    }[kind]()
+    config._attn_implementation = attention
+    return config
+
+
+@pytest.mark.parametrize(
+    "kind, attention, packs",
+    [
+        ("llama", "sdpa", True),
+        ("llama", "eager", True),
+        ("llama", "flex_attention", False),
+        ("gemma3", "sdpa", False),
+        ("mistral", "sdpa", False),
+    ],
+)
+def test_rows_are_packed_only_where_the_model_takes_the_mask_as_given(kind, attention, packs):
+    model = torch.nn.Module()
+    model.config = tiny_config(kind, attention)
+    assert scoring.accepts_packed_rows(model) is packs
+
+
+def test_the_default_model_packs_rows_and_a_sliding_window_model_does_not(default_lm):
+    assert ScoringEngine(default_lm).packs and not ScoringEngine(default_lm, pack=False).packs
+    gemma = Gemma3ForCausalLM(tiny_config("gemma3")).eval()
+    assert not ScoringEngine(LanguageModel("tiny-gemma", "test", gemma, default_lm.tokenizer, chat=True)).packs
 
 
 def stemmed_requests(lm) -> list[Encoded]:
