@@ -7,8 +7,9 @@ any score between them (NaN where a score is NaN on one path only), the engine's
 this machine's matmul peak in the model's precision (measured first, in this run: float32 on CPU, bfloat16 on
 CUDA), each path's peak RSS and, on CUDA, each path's peak of allocated GPU memory. FLOPs are counted as 2 · (a
 decoder layer's parameters) per input position through that layer (padding included: it is work done; a layer
-replayed from a cached run is not) plus 2 · hidden · vocab per logit row computed; attention's quadratic term is
-left out, so the figure is a lower bound.
+replayed from a cached run is not) plus 2 · hidden · vocab per logit row computed, in the evaluated model and in the
+simulator or helper model of a metric that has one; attention's quadratic term is left out, so the figure is a lower
+bound.
 """
 
 from __future__ import annotations
@@ -104,9 +105,11 @@ def worker(metric_name: str, path: str, pairs: int, model: str, warm: bool, opti
     else:
         (task,) = iter_task_pairs(("factcheck",), limit=pairs, seed=0)
         scored_pairs = task.pairs
+    models = [lm.model]
     if metric_class.helper_option is not None:
-        helper = default_helper_model(lm.name)
-        scoring.SHARED_ENGINES[helper, True] = engine_class(load_model(helper), progress=False)
+        helper = load_model(default_helper_model(lm.name))
+        scoring.SHARED_ENGINES[helper.name, True] = engine_class(helper, progress=False)
+        models.append(helper.model)
     metric = metric_class(**options)
     if path == "reference" and metric_name == "causal_faithfulness":
         from recoe_causaldiag.mechanisms.activation_patching import patched_readouts_reference
@@ -114,7 +117,7 @@ def worker(metric_name: str, path: str, pairs: int, model: str, warm: bool, opti
         metric.patcher = patched_readouts_reference
     if warm:  # fills the helper's disk cache; the timed run gets a fresh engine, so no label memo carries over
         metric.score(scored_pairs, engine_class(lm, progress=False))
-    counter = WorkCounter(lm.model)
+    counters = [WorkCounter(model) for model in models]
     if lm.model.device.type == "cuda":
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
@@ -125,7 +128,7 @@ def worker(metric_name: str, path: str, pairs: int, model: str, warm: bool, opti
         "seconds": seconds,
         "gpu_mb": torch.cuda.max_memory_allocated() / 2**20 if lm.model.device.type == "cuda" else None,
         "pairs": len(scored_pairs),
-        "flops": counter.flops,
+        "flops": sum(counter.flops for counter in counters),
         "scores": {s.variant: [*map(float, s.faithful), *map(float, s.unfaithful)] for s in scores},
     }
 
