@@ -1,8 +1,8 @@
-"""Checkpoints of a run, so that an interrupted run continues where it stopped: each task's model-side controls and
-each (task, metric)'s raw per-pair scores are written, whole or not at all, to a folder beside the results file as
-soon as they are computed; a later run of the same spec reads them instead of computing them again, provided they
-were computed on the same pairs (ids, in order: data rebuilt in between is scored afresh). A finished run removes
-its folder. The statistics are always computed afresh from the scores."""
+"""Checkpoints of a run, so that an interrupted run continues where it stopped: each task's model-side controls (after
+every few pairs) and each (task, metric)'s raw per-pair scores are written, whole or not at all, to a folder beside
+the results file as soon as they are computed; a later run of the same spec reads them instead of computing them
+again, provided they were computed on the same pairs (ids, in order: data rebuilt in between is scored afresh). A
+finished run removes its folder. The statistics are always computed afresh from the scores."""
 
 from __future__ import annotations
 
@@ -63,13 +63,13 @@ class Checkpoint:
             log.warning("resuming from %s: %d checkpoint(s) found", folder, len(done))
         return cls(folder)
 
-    def controls(self, task: str, pair_ids: Sequence[str]) -> list[PairControlRow] | None:
-        """The task's control rows, when a checkpoint holds them for these pairs."""
+    def controls(self, task: str, pair_ids: Sequence[str]) -> list[PairControlRow]:
+        """The task's control rows that a checkpoint holds for the first of these pairs (all, some or none of them)."""
         path = self.folder / f"controls-{_safe(task)}.json"
         if not path.is_file():
-            return None
+            return []
         rows = [PairControlRow.from_json(row) for row in json.loads(path.read_text(encoding="utf-8"))]
-        return rows if [row.pair_id for row in rows] == list(pair_ids) else None
+        return rows if [row.pair_id for row in rows] == list(pair_ids[: len(rows)]) else []
 
     def save_controls(self, task: str, rows: Sequence[PairControlRow]) -> None:
         text = json.dumps([row.to_json() for row in rows])

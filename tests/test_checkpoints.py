@@ -14,6 +14,7 @@ import time
 import numpy as np
 import pytest
 
+from recoe_causaldiag import runner
 from recoe_causaldiag.api.instance import VariantScores
 from recoe_causaldiag.api.rows import PairControlRow
 from recoe_causaldiag.api.run_spec import RunSpec
@@ -35,12 +36,13 @@ def test_scores_and_controls_come_back_as_written_and_another_spec_starts_afresh
     np.testing.assert_array_equal(back.faithful, scored[0].faithful)
     assert back.variant == "uniform" and seconds == 2.5
     assert Checkpoint.open(out, SPEC).controls("factcheck", ["p0"]) == [control]
+    assert Checkpoint.open(out, SPEC).controls("factcheck", ["p0", "p1"]) == [control]  # the first pairs' rows
     assert Checkpoint.open(out, SPEC).scores("factcheck", "random_baseline", ["p0", "p1"]) is None
     # other pairs (data rebuilt in between) are scored afresh
     assert Checkpoint.open(out, SPEC).scores("recoe/counting", "random_baseline", ["p1", "p0"]) is None
-    assert Checkpoint.open(out, SPEC).controls("factcheck", ["p9"]) is None
+    assert Checkpoint.open(out, SPEC).controls("factcheck", ["p9", "p0"]) == []
     other = Checkpoint.open(out, RunSpec("smollm2-135m-instruct", ("factcheck",), ("random_baseline",), seed=1))
-    assert other.controls("factcheck", ["p0"]) is None
+    assert other.controls("factcheck", ["p0"]) == []
     assert other.scores("recoe/counting", "random_baseline", ["p0", "p1"]) is None
     other.finish()
     assert not checkpoint_folder(out).exists()
@@ -76,3 +78,34 @@ def test_a_killed_run_resumes_from_its_checkpoints_and_ends_as_an_uninterrupted_
         assert again["score_faithful"] == pytest.approx(first["score_faithful"], abs=1e-5)
     assert [r["diagnosticity"] for r in resumed["results"]] == [r["diagnosticity"] for r in whole["results"]]
     assert not folder.exists(), "a finished run removes its checkpoints"
+
+
+class Interrupted(Exception):
+    """Stands for a run killed while it computes controls."""
+
+
+def test_an_interrupted_runs_controls_continue_after_the_last_pairs_it_checkpointed(tmp_path, monkeypatch):
+    argv = ["reliability", "--task", "factcheck", "--limit", "3", "--data-dir", str(tmp_path / "data")]
+    argv += ["--no-progress", "--out", str(tmp_path / "r.json")]
+    computed, compute, steps_allowed = [], runner.control_rows, [2]
+
+    def recording(task, pairs, engine, *, counter):
+        if len(computed) == steps_allowed[0]:
+            raise Interrupted
+        computed.append([pair.id for pair in pairs])
+        return compute(task, pairs, engine, counter=counter)
+
+    monkeypatch.setattr(runner, "CONTROL_CHECKPOINT_PAIRS", 1)
+    monkeypatch.setattr(runner, "control_rows", recording)
+    with pytest.raises(Interrupted):
+        main(argv)
+    (saved,) = checkpoint_folder(tmp_path / "r.json").glob("controls-*.json")
+    first_two = json.loads(saved.read_text())
+    assert [[row["pair_id"]] for row in first_two] == computed
+
+    computed.clear()
+    steps_allowed[0] = 3
+    assert main(argv) == 0
+    rows = json.loads((tmp_path / "r.json").read_text())["pair_controls"]
+    assert len(computed) == 1 and [row["pair_id"] for row in rows[2:]] == computed[0]
+    assert rows[:2] == first_two
