@@ -187,10 +187,7 @@ class ScoringEngine:
         wanted = requested_rows(encoded, rows)
         bar = tqdm(total=len(encoded), desc=desc, unit="prompt", disable=not self.progress, leave=False)
         for _, members in self.by_state(encoded):
-            groups: dict[tuple[int, ...], list[int]] = {}
-            for index in members:
-                groups.setdefault(encoded[index].prefix, []).append(index)
-            for window in self._prefix_windows(sorted(groups, key=len, reverse=True)):
+            for window, groups in self._prefix_groups(encoded, members):
                 prefix_mask, _, prefix_cache = self._encode_prefixes(window)
                 stems = [
                     (row, stem)
@@ -334,16 +331,13 @@ class ScoringEngine:
         Within a window, requests are ordered by continuation-length bucket (powers of two), so short
         variants are not padded to the length of long ones; a batch holds at most `batch_size`
         requests and `token_limit` continuation tokens (padding included)."""
-        groups: dict[tuple[int, ...], list[int]] = {}
-        for index in members:
-            groups.setdefault(encoded[index].prefix, []).append(index)
-        for window in self._prefix_windows(sorted(groups, key=len, reverse=True)):
-            members = sorted(
+        for window, groups in self._prefix_groups(encoded, members):
+            ordered = sorted(
                 (i for p in window for i in groups[p]),
                 key=lambda i: (-len(encoded[i].continuation).bit_length(), -len(encoded[i].continuation)),
             )
             batches: list[list[int]] = []
-            for index in members:
+            for index in ordered:
                 length, bucket = len(encoded[index].continuation), len(encoded[index].continuation).bit_length()
                 last = batches[-1] if batches else []
                 fits = (
@@ -357,6 +351,17 @@ class ScoringEngine:
                 else:
                     batches.append([index])
             yield window, batches
+
+    def _prefix_groups(
+        self, encoded: Sequence[Encoded], members: Sequence[int]
+    ) -> Iterator[tuple[list[tuple[int, ...]], dict[tuple[int, ...], list[int]]]]:
+        """The requests `members` (indices into `encoded`) grouped by their prefix, the prefixes in the windows of
+        `_prefix_windows`: each window with the requests under each prefix."""
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for index in members:
+            groups.setdefault(encoded[index].prefix, []).append(index)
+        for window in self._prefix_windows(sorted(groups, key=len, reverse=True)):
+            yield window, groups
 
     def _prefix_windows(self, prefixes: Sequence[tuple[int, ...]]) -> Iterator[list[tuple[int, ...]]]:
         """`prefixes` (longest first) in consecutive windows of at most `batch_size` prefixes and `max_prefix_tokens`
@@ -426,10 +431,7 @@ class ScoringEngine:
         continuations begin with runs once."""
         bar = tqdm(total=len(encoded), desc=desc, unit="prompt", disable=not self.progress, leave=False)
         for _, members in self.by_state(encoded):
-            groups: dict[tuple[int, ...], list[int]] = {}
-            for index in members:
-                groups.setdefault(encoded[index].prefix, []).append(index)
-            for window in self._prefix_windows(sorted(groups, key=len, reverse=True)):
+            for window, groups in self._prefix_groups(encoded, members):
                 prefix_mask, prefix_last, prefix_cache = self._encode_prefixes(window)
                 rows: list[tuple[int, PackedRow]] = []
                 for row, prefix in enumerate(window):
