@@ -47,6 +47,7 @@ task (pairs kept where both edited models answer alike).
 `editor_settings` (a weight editor's resolved layers and value search, and where its defaults come from).
 1.5: the run spec's `metric_defaults` (every metric option the run was not given, at the value it defaulted to), so
 a rerun keeps the budgets that ran when a default changes."""
+
 CONTROL_CHECKPOINT_PAIRS = 20
 """Pairs whose controls a checkpointed run computes between two checkpoints of them: an interrupted run loses at most
 these (with the capable model on 2 CPU cores, about 10 minutes of work), while each step still batches many prompts."""

@@ -486,12 +486,13 @@ class ScoringEngine:
 
 def accepts_packed_rows(model: torch.nn.Module) -> bool:
     """Whether `model` can run packed rows: they need an attention mask of their own (a 4-D one, which sdpa and eager
-    attention take as given), and a sliding-window layer would be handed the same mask instead of its window."""
+    attention take as given), and every layer must attend as full attention does (a sliding-window, chunked or linear
+    layer would be handed the same mask instead of its own, or ignore it)."""
     config = model.config
-    sliding = getattr(config, "sliding_window", None) is not None and any(
-        kind != "full_attention" for kind in getattr(config, "layer_types", None) or ("sliding_attention",)
-    )
-    return config._attn_implementation in ("sdpa", "eager") and not sliding
+    text = config.get_text_config()
+    kinds = getattr(text, "layer_types", None)
+    full = all(kind == "full_attention" for kind in kinds) if kinds else getattr(text, "sliding_window", None) is None
+    return config._attn_implementation in ("sdpa", "eager") and full
 
 
 SHARED_ENGINES: dict[tuple[str, bool], ScoringEngine] = {}

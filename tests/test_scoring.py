@@ -3,7 +3,7 @@ import os
 import numpy as np
 import pytest
 import torch
-from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+from transformers import Gemma3ForCausalLM, Gemma3TextConfig, LlamaForCausalLM
 from transformers.cache_utils import DynamicSlidingWindowLayer
 
 from recoe_causaldiag import prompts, scoring
@@ -154,7 +154,7 @@ def test_continuation_logprobs_match_a_full_forward(default_lm, factcheck_pairs)
 
 def test_passes_that_keep_every_positions_logits_hold_at_most_max_logit_tokens(default_lm, factcheck_pairs):
     """A log-prob pass keeps a vocabulary of logits per continuation token, so its batches are bounded by
-    `max_logit_tokens` (memory), while label passes keep `max_batch_tokens`; the log-probs do not change."""
+    `max_logit_tokens` (memory); the log-probs do not change."""
     prompts_ = [
         prompts.cot_explanation(p.edits, p.question, e)
         for p in factcheck_pairs[:4]
@@ -323,16 +323,21 @@ def test_packed_rows_run_a_beginning_that_continuations_share_once(default_lm, f
 
 
 def tiny_config(kind: str, attention: str = "sdpa"):
-    """A two-layer model config of `kind`: llama (full attention), gemma3 (one sliding-window layer) or mistral
-    (a sliding window and no layer types)."""
-    from transformers import LlamaConfig, MistralConfig
+    """A two-layer model config of `kind`: llama or qwen2 (full attention), gemma3 (one sliding-window layer; also
+    inside a multimodal config, as a Gemma 3 hub id loads), mistral (a sliding window and no layer types) or a
+    chunked-attention layer (as Llama 4 has)."""
+    from transformers import Gemma3Config, LlamaConfig, MistralConfig, Qwen2Config
 
     sizes = {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2}
     sizes |= {"num_attention_heads": 2, "num_key_value_heads": 1}
+    gemma3 = {**sizes, "head_dim": 16, "layer_types": ["sliding_attention", "full_attention"]}
     config = {
         "llama": lambda: LlamaConfig(**sizes),
-        "gemma3": lambda: Gemma3TextConfig(**sizes, head_dim=16, layer_types=["sliding_attention", "full_attention"]),
+        "qwen2": lambda: Qwen2Config(**sizes),
+        "gemma3": lambda: Gemma3TextConfig(**gemma3),
+        "gemma3-multimodal": lambda: Gemma3Config(text_config=gemma3),
         "mistral": lambda: MistralConfig(**sizes, sliding_window=16),
+        "chunked": lambda: LlamaConfig(**sizes, layer_types=["full_attention", "chunked_attention"]),
     }[kind]()
     config._attn_implementation = attention
     return config
@@ -343,15 +348,50 @@ def tiny_config(kind: str, attention: str = "sdpa"):
     [
         ("llama", "sdpa", True),
         ("llama", "eager", True),
+        ("qwen2", "sdpa", True),
         ("llama", "flex_attention", False),
         ("gemma3", "sdpa", False),
+        ("gemma3-multimodal", "sdpa", False),
         ("mistral", "sdpa", False),
+        ("chunked", "sdpa", False),
     ],
 )
 def test_rows_are_packed_only_where_the_model_takes_the_mask_as_given(kind, attention, packs):
     model = torch.nn.Module()
     model.config = tiny_config(kind, attention)
     assert scoring.accepts_packed_rows(model) is packs
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_packed_rows_of_several_lengths_in_one_batch_equal_the_unpacked_path(default_lm, attention, monkeypatch):
+    """A tiny random Llama in both attention implementations that take the mask as given: rows of different lengths
+    right-padded into one forward, under prefixes of different lengths left-padded in one window."""
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(tiny_config("llama", attention)).eval()
+    lm = LanguageModel("tiny-llama", "test", model, default_lm.tokenizer, chat=True)
+    encoded = [
+        Encoded((5, 6, 7, 8, 9), (20, 21, 22, 23, 24, 25), True),
+        Encoded((5, 6, 7, 8, 9), (20, 21, 22, 30), True),
+        Encoded((5, 6, 7, 8, 9), (20, 21), True),
+        Encoded((5, 6, 7, 8, 9), (40,), True),
+        Encoded((5, 6, 11), (20, 21, 22, 23), True),
+        Encoded((5, 6, 11), (20, 21, 22, 23), True),
+        Encoded((5, 6, 11), (), True),
+    ]
+    widths, forward = [], model.forward
+
+    def recording(*args, **kwargs):
+        if kwargs.get("use_cache") is False:
+            widths.append(tuple(kwargs["input_ids"].shape))
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", recording)
+    packed = dict(ScoringEngine(lm, progress=False)._last_logits(encoded, desc="packed"))
+    assert widths == [(2, 8)]  # the rows of 8 and 4 tokens, in one forward
+    unpacked = dict(ScoringEngine(lm, pack=False, progress=False)._last_logits(encoded, desc="unpacked"))
+    assert sorted(packed) == sorted(unpacked) == list(range(len(encoded)))
+    for index in unpacked:
+        torch.testing.assert_close(packed[index], unpacked[index], atol=1e-5, rtol=0)
 
 
 def test_the_default_model_packs_rows_and_a_sliding_window_model_does_not(default_lm):
