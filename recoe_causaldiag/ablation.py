@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .api.rows import without_nans
+from .api.rows import number_from_json, without_nans
 from .api.run_spec import EDITORS, EXPLANATION_SOURCES, RunSpec
 from .editors.editing import make_editor
 from .models import LanguageModel
@@ -70,10 +70,9 @@ def headline_by_pair(doc: Mapping[str, Any]) -> dict[Row, dict[str, float]]:
     """Each result row's per-pair headline outcome (d_sym where the roles were swapped, else d), by pair id."""
     out: dict[Row, dict[str, float]] = {}
     for row in doc["pairs"]:
-        value = row.get("d_sym", row["d"])
-        out.setdefault((row["task"], row["metric"], row["variant"]), {})[row["pair_id"]] = (
-            math.nan if value is None else value
-        )
+        d = number_from_json(row["d"])
+        value = (d + number_from_json(row["d_swap"])) / 2 if "d_swap" in row else d
+        out.setdefault((row["task"], row["metric"], row["variant"]), {})[row["pair_id"]] = value
     return out
 
 

@@ -201,6 +201,27 @@ def _validity(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare_paper(args: argparse.Namespace) -> int:
+    from .paper_comparison import comparison_page
+
+    documents = []
+    for path in args.results:
+        try:
+            documents.append(json.loads(Path(path).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as err:
+            raise UsageError(f"{path}: not a readable results file ({err})") from err
+    try:
+        page = comparison_page(documents)
+    except (KeyError, TypeError) as err:
+        raise UsageError(f"not a results file with per-pair scores (missing {err})") from err
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    if args.out:
+        Path(args.out).write_text(page, encoding="utf-8")
+    print(page, end="")
+    return 0
+
+
 def _reliability(args: argparse.Namespace) -> int:
     args.metric, args.metric_option = "", []
     return _run(args)
@@ -547,6 +568,13 @@ def parser() -> argparse.ArgumentParser:
     validity.add_argument("--out", required=True, help="folder for validity.md, validity.png and the run's results")
     validity.add_argument("--no-progress", action="store_true")
     validity.set_defaults(func=_validity)
+
+    compare = sub.add_parser(
+        "compare-paper", help="one model's results beside paper 000's Table 1 and findings, in D and in D_sym"
+    )
+    compare.add_argument("results", nargs="+", help="results files of one model (e.g. one per task)")
+    compare.add_argument("--out", help="also write the page to this Markdown file")
+    compare.set_defaults(func=_compare_paper)
 
     publish = sub.add_parser("publish", help="upload built datasets to the Hugging Face Hub, tagged vX.Y.Z")
     publish.add_argument("dataset", help="dataset name or 'all'")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from recoe_causaldiag.ablation import AblationCell, comparisons, write_ablation
+from recoe_causaldiag.ablation import AblationCell, comparisons, headline_by_pair, write_ablation
 
 ROW = ("factcheck", "filler_tokens", "repeating-dots-binary")
 QUALITY = {"task": "factcheck", "efficacy": 1.0, "counter_efficacy": 0.9, "specificity": 1.0, "n_failed": 1, "n": 12}
@@ -98,3 +98,12 @@ def test_ablate_refuses_unknown_cells_with_exit_2(tmp_path, capsys, argv, why):
 
     assert main(["ablate", "--out", str(tmp_path), *argv]) == 2
     assert why in capsys.readouterr().err
+
+
+def test_the_paired_outcomes_are_each_pairs_d_sym_where_the_roles_were_swapped():
+    doc = cell("ice", "synthetic", [1.0, 1.0, 0.5]).document
+    for row, d_swap in zip(doc["pairs"], [0.0, 1.0, None]):
+        row["d_swap"] = d_swap
+    by_pair = headline_by_pair(doc)[ROW]
+    assert by_pair["p0"] == 0.5 and by_pair["p1"] == 1.0 and np.isnan(by_pair["p2"])
+    assert headline_by_pair(cell("ice", "synthetic", [1.0, 0.0]).document)[ROW] == {"p0": 1.0, "p1": 0.0}

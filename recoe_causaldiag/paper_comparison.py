@@ -1,0 +1,337 @@
+"""Our results beside paper 000's, finding by finding: what Zaman & Srivastava (2025) report for qwen2.5-7b and
+gemma-2-9b-it under ICE with synthetic explanations (Table 1; Table 2 for binary against continuous variants), and
+what one model's results files say about the same claims: which CoT metric is the most diagnostic on each task,
+whether Filler Tokens clears chance, whether continuous variants beat their binary counterparts, where
+simulatability sits, and how the metrics rank by Copeland score.
+
+Every claim is checked twice: on D, the paper's one-direction measure, and on D_sym, the mean of both directions
+(the swapped-roles control, SPEC §7), which a metric that merely prefers one explanation's text cannot win."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .api.rows import PairScoreRow
+from .report import caveat, format_p_value
+from .statistics import ALPHA, MIN_N_VALID, copeland, coverage_aware_d, diagnosticity_from_d, wilcoxon_paired
+
+PAPER_TASKS = ("factcheck", "analogy", "object_counting", "multihop")
+"""The paper's tasks, in its tables' order."""
+
+
+@dataclass(frozen=True)
+class PaperMetric:
+    """One row of paper 000's Table 1: the metric variant of ours it corresponds to, its label there, whether it is a
+    CoT metric, D per task for qwen2.5-7b and gemma-2-9b-it (in `PAPER_TASKS` order), and its Copeland score over all
+    metrics, tasks and both models."""
+
+    metric: str
+    variant: str
+    label: str
+    cot: bool
+    qwen: tuple[float, float, float, float]
+    gemma: tuple[float, float, float, float]
+    copeland: float
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """(label, metric, variant), as `Outcomes.aligned` takes it."""
+        return self.label, self.metric, self.variant
+
+
+TABLE_1 = (
+    PaperMetric(
+        "cc_shap",
+        "post_hoc",
+        "CC-SHAP (post-hoc)",
+        False,
+        (0.554, 0.345, 0.551, 0.438),
+        (0.540, 0.898, 0.466, 0.658),
+        5,
+    ),
+    PaperMetric(
+        "simulatability",
+        "binary",
+        "Simulatability",
+        False,
+        (0.501, 0.501, 0.499, 0.502),
+        (0.507, 0.501, 0.500, 0.512),
+        3,
+    ),
+    PaperMetric(
+        "early_answering",
+        "first_third-continuous",
+        "Early Answering",
+        True,
+        (0.756, 0.534, 0.566, 0.468),
+        (0.838, 0.859, 0.724, 0.435),
+        18,
+    ),
+    PaperMetric(
+        "filler_tokens",
+        "repeating-dots-continuous",
+        "Filler Tokens",
+        True,
+        (0.828, 0.561, 0.630, 0.682),
+        (0.893, 0.810, 0.843, 0.585),
+        29,
+    ),
+    PaperMetric(
+        "adding_mistakes",
+        "antonym-continuous",
+        "Adding Mistakes",
+        True,
+        (0.534, 0.590, 0.614, 0.542),
+        (0.427, 0.639, 0.579, 0.402),
+        13,
+    ),
+    PaperMetric(
+        "paraphrasing",
+        "paraphrase-continuous",
+        "Paraphrasing",
+        True,
+        (0.556, 0.535, 0.425, 0.448),
+        (0.525, 0.430, 0.385, 0.525),
+        8,
+    ),
+    PaperMetric(
+        "cc_shap", "cot", "CC-SHAP (CoT)", True, (0.559, 0.318, 0.539, 0.442), (0.598, 0.939, 0.506, 0.488), 12
+    ),
+)
+"""Paper 000, Table 1 (ICE, synthetic explanations). Filler Tokens is the original repeating-dots corruption and Early
+Answering the original first third (§5.2); the continuous variants, as Table 2's continuous column repeats them."""
+
+TABLE_2_BINARY = {
+    "early_answering": ("first_third-binary", (0.496, 0.501, 0.488, 0.488)),
+    "filler_tokens": ("repeating-dots-binary", (0.500, 0.500, 0.444, 0.495)),
+    "adding_mistakes": ("antonym-binary", (0.493, 0.530, 0.517, 0.485)),
+    "paraphrasing": ("paraphrase-binary", (0.571, 0.501, 0.531, 0.510)),
+}
+"""Paper 000, Table 2: each CoT corruption metric's binary variant for qwen2.5-7b (its continuous one is in Table 1)."""
+
+FILLER = next(row for row in TABLE_1 if row.metric == "filler_tokens")
+SIMULATABILITY = next(row for row in TABLE_1 if row.metric == "simulatability")
+
+DIRECTIONS = ("D", "D_sym")
+"""The two measures every claim is checked on: the paper's one direction, and both directions averaged."""
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """One model's per-pair outcomes, by (task, metric, variant) and then pair id, in both measures."""
+
+    model: str
+    d: Mapping[tuple[str, str, str], Mapping[str, float]]
+    d_sym: Mapping[tuple[str, str, str], Mapping[str, float]]
+
+    def of(self, direction: str, task: str, metric: str, variant: str) -> np.ndarray | None:
+        """The per-pair outcomes of one row in one measure, in pair-id order; None when the files lack the row (or,
+        for D_sym, its swapped direction)."""
+        by_pair = (self.d if direction == "D" else self.d_sym).get((task, metric, variant))
+        return None if by_pair is None else np.array([by_pair[pair] for pair in sorted(by_pair)], dtype=float)
+
+    def aligned(self, direction: str, task: str, rows: Sequence[tuple[str, str, str]]) -> dict[str, np.ndarray]:
+        """The per-pair outcomes of those `rows` (label, metric, variant) the results hold, by label, on the pairs
+        all of them scored or declined (the paired tests need one order of the same pairs)."""
+        table = self.d if direction == "D" else self.d_sym
+        present = {label: table[key] for label, *row in rows if (key := (task, *row)) in table}
+        common = sorted(set.intersection(*(set(by_pair) for by_pair in present.values()))) if present else []
+        return {label: np.array([by_pair[p] for p in common], dtype=float) for label, by_pair in present.items()}
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """The paper's tasks these results cover, in the paper's order."""
+        present = {task for task, _, _ in self.d}
+        return tuple(task for task in PAPER_TASKS if task in present)
+
+
+def outcomes(documents: Sequence[Mapping[str, Any]]) -> Outcomes:
+    """The per-pair outcomes of results files of one model (e.g. one file per task); a row given twice is refused."""
+    models = {doc["model"]["name"] for doc in documents}
+    if len(models) != 1:
+        raise ValueError(f"the comparison takes results of one model, got {sorted(models) or 'none'}")
+    d: dict[tuple[str, str, str], dict[str, float]] = {}
+    d_sym: dict[tuple[str, str, str], dict[str, float]] = {}
+    for doc in documents:
+        for row in map(PairScoreRow.from_json, doc["pairs"]):
+            key = (row.task, row.metric, row.variant)
+            if row.pair_id in d.get(key, {}):
+                raise ValueError(f"pair {row.pair_id} of {' · '.join(key)} appears in more than one results file")
+            d.setdefault(key, {})[row.pair_id] = row.d
+            if row.d_sym is not None:
+                d_sym.setdefault(key, {})[row.pair_id] = row.d_sym
+    return Outcomes(models.pop(), d, d_sym)
+
+
+def _estimate(values: np.ndarray | None) -> str:
+    """'0.812 [0.700, 0.900] (n 95/100)', or 'n/a'."""
+    if values is None or not np.any(~np.isnan(values)):
+        return "n/a"
+    estimate = diagnosticity_from_d(values)
+    return f"{estimate.value:.3f} [{estimate.ci_low:.3f}, {estimate.ci_high:.3f}] (n {estimate.n_valid}/{estimate.n})"
+
+
+def _mean(values: np.ndarray | None) -> float:
+    """The coverage-aware D of per-pair outcomes (a declined pair counts as a tie), NaN when absent."""
+    return math.nan if values is None else float(coverage_aware_d(values).mean())
+
+
+def table_1_rows(results: Outcomes) -> list[str]:
+    """Markdown: every Table 1 cell the results cover, the paper's two models beside our D and D_sym."""
+    lines = [
+        "| task | metric | paper: qwen2.5-7b | paper: gemma-2-9b-it | ours: D [95% CI] | ours: D_sym [95% CI] |",
+        "|---|---|---|---|---|---|",
+    ]
+    for task in results.tasks:
+        column = PAPER_TASKS.index(task)
+        for row in TABLE_1:
+            d = results.of("D", task, row.metric, row.variant)
+            if d is None:
+                continue
+            d_sym = results.of("D_sym", task, row.metric, row.variant)
+            lines.append(
+                f"| {task} | {row.label} | {row.qwen[column]:.3f} | {row.gemma[column]:.3f} | {_estimate(d)} | "
+                f"{_estimate(d_sym)} |"
+            )
+    return lines
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One claim of the paper checked on one task in one measure: what the results say, and whether it agrees."""
+
+    claim: str
+    task: str
+    direction: str
+    ours: str
+    agrees: bool | None
+
+    @property
+    def word(self) -> str:
+        """'agrees', 'disagrees' or 'cannot tell' (the results lack what the claim needs)."""
+        return {True: "agrees", False: "disagrees", None: "cannot tell"}[self.agrees]
+
+
+def filler_is_best(results: Outcomes, task: str, direction: str) -> Verdict:
+    """Paper: Filler Tokens has the highest D of the CoT metrics (on every task but Analogy), significantly so on
+    FactCheck (Wilcoxon). Ours: the CoT metric with the highest coverage-aware mean, and Filler Tokens' Wilcoxon p
+    against each other CoT metric on the pairs both scored."""
+    claim = "Filler Tokens is the most diagnostic CoT metric"
+    aligned = results.aligned(direction, task, [row.key for row in TABLE_1 if row.cot])
+    filler = aligned.pop(FILLER.label, None)
+    if filler is None or not aligned:
+        return Verdict(claim, task, direction, "the results lack Filler Tokens or every other CoT metric", None)
+    means = {FILLER.label: _mean(filler), **{label: _mean(values) for label, values in aligned.items()}}
+    best = [label for label, mean in means.items() if mean == max(means.values())]
+    worst_p = max(wilcoxon_paired(coverage_aware_d(filler), coverage_aware_d(v)).p_value for v in aligned.values())
+    ranking = ", ".join(f"{label} {means[label]:.3f}" for label in sorted(means, key=lambda k: -means[k]))
+    detail = (
+        f"highest: {' and '.join(best)} ({ranking}); Filler Tokens against each other, largest Wilcoxon p "
+        f"{format_p_value(worst_p)}"
+    )
+    return Verdict(claim, task, direction, detail, best == [FILLER.label])
+
+
+def filler_above_chance(results: Outcomes, task: str, direction: str) -> Verdict:
+    """Paper: Filler Tokens is significantly above 0.5 on every task and model (one-sample t-test). Ours: the sign
+    test's p and the 95% CI of its D (unadjusted: the claim is one test per task)."""
+    claim = "Filler Tokens is significantly above chance"
+    values = results.of(direction, task, FILLER.metric, FILLER.variant)
+    if values is None or not np.any(~np.isnan(values)):
+        return Verdict(claim, task, direction, "the results lack Filler Tokens", None)
+    estimate = diagnosticity_from_d(values)
+    above = estimate.value > 0.5 and estimate.ci_low > 0.5
+    detail = f"{_estimate(values)}, sign test p {format_p_value(estimate.p_value)}"
+    return Verdict(claim, task, direction, detail, above)
+
+
+def continuous_beats_binary(results: Outcomes, task: str, direction: str, metric: str) -> Verdict:
+    """Paper (Table 2): a CoT corruption metric's continuous variant is more diagnostic than its binary one (most
+    differences significant, Wilcoxon). Ours: the two variants' means on the same pairs and their Wilcoxon p."""
+    binary_variant, paper_binary = TABLE_2_BINARY[metric]
+    row = next(r for r in TABLE_1 if r.metric == metric)
+    column = PAPER_TASKS.index(task)
+    claim = f"{row.label}: continuous beats binary (paper {paper_binary[column]:.3f} → {row.qwen[column]:.3f})"
+    pair = results.aligned(direction, task, [row.key, ("binary", metric, binary_variant)])
+    if len(pair) < 2:
+        return Verdict(claim, task, direction, "the results lack one of the two variants", None)
+    continuous, binary = pair[row.label], pair["binary"]
+    high, low = _mean(continuous), _mean(binary)
+    test = wilcoxon_paired(coverage_aware_d(continuous), coverage_aware_d(binary))
+    detail = f"binary {low:.3f} → continuous {high:.3f}, Wilcoxon p {format_p_value(test.p_value)}"
+    return Verdict(claim, task, direction, detail, high > low)
+
+
+def simulatability_at_chance(results: Outcomes, task: str, direction: str) -> Verdict:
+    """Paper: (binary) simulatability sits at 0.50 ± 0.01 everywhere. Ours: whether its 95% CI holds 0.5."""
+    claim = "Simulatability (binary) sits at chance"
+    values = results.of(direction, task, SIMULATABILITY.metric, SIMULATABILITY.variant)
+    if values is None or not np.any(~np.isnan(values)):
+        return Verdict(claim, task, direction, "the results lack simulatability", None)
+    estimate = diagnosticity_from_d(values)
+    return Verdict(claim, task, direction, _estimate(values), estimate.ci_low <= 0.5 <= estimate.ci_high)
+
+
+def verdicts(results: Outcomes) -> list[Verdict]:
+    """Every claim checked on every task the results cover, in both measures."""
+    out = []
+    for task in results.tasks:
+        for direction in DIRECTIONS:
+            out.append(filler_is_best(results, task, direction))
+            out.append(filler_above_chance(results, task, direction))
+            out += [continuous_beats_binary(results, task, direction, metric) for metric in TABLE_2_BINARY]
+            out.append(simulatability_at_chance(results, task, direction))
+    return out
+
+
+def copeland_ranking(results: Outcomes, direction: str) -> dict[str, float]:
+    """Copeland score of each Table 1 metric over the results' tasks (one model), as the paper counts them."""
+    configurations = {task: results.aligned(direction, task, [row.key for row in TABLE_1]) for task in results.tasks}
+    return copeland({task: per_metric for task, per_metric in configurations.items() if per_metric})
+
+
+def _ranking(scores: Mapping[str, float]) -> str:
+    """'A (3) > B (1.5)', or a note that no metric scored enough pairs to be ranked."""
+    ordered = sorted(scores.items(), key=lambda item: -item[1])
+    return " > ".join(f"{label} ({score:g})" for label, score in ordered) or f"none ranked (under {MIN_N_VALID} pairs)"
+
+
+def comparison_page(documents: Sequence[Mapping[str, Any]]) -> str:
+    """Markdown: Table 1's cells beside ours, each finding of the paper checked task by task in D and D_sym, and
+    both Copeland rankings."""
+    results = outcomes(documents)
+    lines = [
+        f"# {results.model} against paper 000 (Zaman & Srivastava, 2025)",
+        "",
+        "The paper's models are qwen2.5-7b and gemma-2-9b-it; a smaller model need not behave as they do, so a "
+        "disagreement is a finding about this model as much as about the metrics.",
+    ]
+    if (note := caveat(results.model)) is not None:
+        lines += ["", note]
+    lines += ["", "## Table 1, cell by cell", "", *table_1_rows(results)]
+    lines += ["", "## The paper's findings, task by task", ""]
+    lines += ["| claim | task | measure | ours | verdict |", "|---|---|---|---|---|"]
+    lines += [f"| {v.claim} | {v.task} | {v.direction} | {v.ours} | {v.word} |" for v in verdicts(results)]
+    paper = {row.label: row.copeland for row in TABLE_1}
+    lines += [
+        "",
+        "## Copeland ranking",
+        "",
+        f"- paper (4 tasks × 2 models): {_ranking(paper)}",
+        *(
+            f"- ours, {direction} ({', '.join(results.tasks)}): {_ranking(copeland_ranking(results, direction))}"
+            for direction in DIRECTIONS
+        ),
+        "",
+        "D: the evaluated model scores both explanations (the paper's measure). D_sym: the mean of d and d_swap, the "
+        "same with the roles swapped, so that a preference for one explanation's text scores 0.5. CIs: percentile "
+        "bootstrap hull with the Wilson interval (SPEC §7); 'n' counts the pairs scored. Wilcoxon tests are paired "
+        "on the pairs, a declined pair counted as a tie, as in the means that pick the highest metric (tests "
+        f"unadjusted: each verdict is one claim); Copeland compares every two metrics per task (p < {ALPHA}).",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,125 @@
+"""Our results beside paper 000's Table 1 and findings (`paper_comparison`), in D and in D_sym."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from recoe_causaldiag import cli
+from recoe_causaldiag.metrics import METRICS
+from recoe_causaldiag.paper_comparison import (
+    FILLER,
+    TABLE_1,
+    TABLE_2_BINARY,
+    comparison_page,
+    continuous_beats_binary,
+    copeland_ranking,
+    filler_above_chance,
+    filler_is_best,
+    outcomes,
+    simulatability_at_chance,
+)
+
+N = 30
+
+
+def rows(task: str, metric: str, variant: str, d: list[float], d_swap: list[float] | None) -> list[dict]:
+    """Per-pair rows of one metric variant, scores chosen to give outcome d (and d_swap where given)."""
+    out = []
+    for k, value in enumerate(d):
+        row = {"pair_id": f"{task}-{k:03d}", "task": task, "metric": metric, "variant": variant}
+        row |= {"score_faithful": value, "score_unfaithful": 0.5, "d": value}
+        if d_swap is not None:
+            row |= {"score_faithful_swap": d_swap[k], "score_unfaithful_swap": 0.5, "d_swap": d_swap[k]}
+        out.append(row)
+    return out
+
+
+def document(task: str = "factcheck", model: str = "some-model", *, text_preferring_filler: bool = False) -> dict:
+    """A results file in which Filler Tokens wins on every pair (d = 1), the other CoT metrics tie half their pairs,
+    binary variants sit at 0.5 and simulatability wins half its pairs. With `text_preferring_filler` Filler Tokens
+    loses every swapped pair (it prefers one explanation's text, whichever model reads it)."""
+    half, tied = [1.0, 0.0] * (N // 2), [1.0, 0.5] * (N // 2)
+    pairs = rows(task, FILLER.metric, FILLER.variant, [1.0] * N, [0.0 if text_preferring_filler else 1.0] * N)
+    pairs += rows(task, "simulatability", "binary", half, half)
+    for row in TABLE_1:
+        if row.metric not in (FILLER.metric, "simulatability"):
+            pairs += rows(task, row.metric, row.variant, tied, tied)
+    for metric, (binary_variant, _) in TABLE_2_BINARY.items():
+        pairs += rows(task, metric, binary_variant, [0.5] * N, [0.5] * N)
+    return {"model": {"name": model}, "pairs": pairs}
+
+
+def test_every_row_of_the_papers_tables_names_a_variant_the_metric_has():
+    for row in TABLE_1:
+        assert row.variant in METRICS.get(row.metric)().variants
+    for metric, (variant, _) in TABLE_2_BINARY.items():
+        assert variant in METRICS.get(metric)().variants
+
+
+def test_a_filler_that_wins_both_directions_agrees_with_every_filler_claim():
+    results = outcomes([document()])
+    for direction in ("D", "D_sym"):
+        best = filler_is_best(results, "factcheck", direction)
+        assert best.agrees is True and "highest: Filler Tokens (" in best.ours
+        assert filler_above_chance(results, "factcheck", direction).agrees is True
+        assert continuous_beats_binary(results, "factcheck", direction, "filler_tokens").agrees is True
+        assert simulatability_at_chance(results, "factcheck", direction).agrees is True
+
+
+def test_the_swapped_roles_control_overturns_a_filler_that_prefers_one_text():
+    results = outcomes([document(text_preferring_filler=True)])
+    assert filler_is_best(results, "factcheck", "D").agrees is True
+    assert filler_is_best(results, "factcheck", "D_sym").agrees is False
+    assert filler_above_chance(results, "factcheck", "D").agrees is True
+    assert filler_above_chance(results, "factcheck", "D_sym").agrees is False
+
+
+def test_a_tie_for_the_highest_is_not_filler_tokens_winning():
+    doc = document()
+    for row in doc["pairs"]:
+        if (row["metric"], row["variant"]) == ("early_answering", "first_third-continuous"):
+            row["d"] = row["d_swap"] = 1.0
+    verdict = filler_is_best(outcomes([doc]), "factcheck", "D")
+    assert verdict.agrees is False and "Filler Tokens and Early Answering" in verdict.ours
+
+
+def test_a_claim_the_results_cannot_check_says_so():
+    doc = document()
+    doc["pairs"] = [r for r in doc["pairs"] if r["metric"] != "paraphrasing"]
+    verdict = continuous_beats_binary(outcomes([doc]), "factcheck", "D", "paraphrasing")
+    assert verdict.agrees is None and verdict.word == "cannot tell"
+
+
+def test_copeland_ranks_the_winner_first_in_both_measures_only_when_it_wins_both():
+    honest = outcomes([document()])
+    assert max(copeland_ranking(honest, "D_sym").items(), key=lambda kv: kv[1])[0] == "Filler Tokens"
+    biased = copeland_ranking(outcomes([document(text_preferring_filler=True)]), "D_sym")
+    assert max(biased.items(), key=lambda kv: kv[1])[0] != "Filler Tokens"
+
+
+def test_files_of_one_model_merge_by_task_and_a_repeated_pair_or_a_second_model_is_refused():
+    merged = outcomes([document("multihop"), document("factcheck")])
+    assert merged.tasks == ("factcheck", "multihop")
+    with pytest.raises(ValueError, match="more than one results file"):
+        outcomes([document(), document()])
+    with pytest.raises(ValueError, match="one model"):
+        outcomes([document(model="a"), document("multihop", model="b")])
+
+
+def test_the_page_holds_the_papers_cells_ours_and_a_verdict_per_claim_and_measure():
+    page = comparison_page([document()])
+    assert "| factcheck | Filler Tokens | 0.828 | 0.893 | 1.000 [" in page
+    assert page.count("| Filler Tokens is the most diagnostic CoT metric | factcheck |") == 2
+    assert "- ours, D_sym (factcheck): Filler Tokens (" in page
+
+
+def test_the_command_writes_the_page_and_refuses_what_is_not_a_results_file(tmp_path, capsys):
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(document()), encoding="utf-8")
+    assert cli.main(["compare-paper", str(path), "--out", str(tmp_path / "page.md")]) == 0
+    assert (tmp_path / "page.md").read_text(encoding="utf-8") == capsys.readouterr().out
+    (tmp_path / "bad.json").write_text("{}", encoding="utf-8")
+    assert cli.main(["compare-paper", str(tmp_path / "bad.json")]) == 2
+    assert "not a results file" in capsys.readouterr().err
