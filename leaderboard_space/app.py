@@ -37,12 +37,14 @@ from recoe_causaldiag.leaderboard.render import (
 )
 from recoe_causaldiag.leaderboard.schema import QueueUnavailable
 from recoe_causaldiag.leaderboard.service import Leaderboard
-from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
+from recoe_causaldiag.leaderboard.settings import SEED_RESULTS_ENV, LeaderboardSettings
 from recoe_causaldiag.metrics import METRICS
 from recoe_causaldiag.models import DEFAULT_MODEL
 from recoe_causaldiag.tasks import TASKS
 
 ABOUT = (Path(__file__).parent / "about.md").read_text(encoding="utf-8")
+SEED = Path(__file__).parent / "seed"
+"""The reference results an empty board starts from, unless `CAUSALDIAG_SEED_RESULTS` says otherwise ('' for none)."""
 ALL_STATUSES = "all"
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -302,6 +304,7 @@ def build(leaderboard: Leaderboard) -> gr.Blocks:
 
 
 def main() -> None:
+    os.environ.setdefault(SEED_RESULTS_ENV, str(SEED))
     settings = LeaderboardSettings.from_env()
     os.environ["FORWARDED_ALLOW_IPS"] = ",".join(settings.trusted_proxies)  # uvicorn trusts 127.0.0.1 by default
     leaderboard = Leaderboard(settings)

@@ -58,6 +58,7 @@ def start_space(tmp_path: Path, **env: str):
         "CAUSALDIAG_PAIR_CAP": str(PAIR_CAP),
         "CAUSALDIAG_RATE_LIMIT": "50",
         "GRADIO_ANALYTICS_ENABLED": "False",
+        "CAUSALDIAG_SEED_RESULTS": "",
         **env,
     }
     with log_path.open("w") as log:

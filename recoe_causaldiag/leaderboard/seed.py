@@ -1,9 +1,10 @@
-"""Pre-seeding an empty board from a results file (SPEC §8) that carries per-pair scores."""
+"""Pre-seeding an empty board from results files (SPEC §8) that carry per-pair scores."""
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..api.rows import PairScoreRow
@@ -42,8 +43,22 @@ def import_results(queue: JobQueue, path: Path) -> Submission:
     )
 
 
-def seed_if_empty(queue: JobQueue, path: Path | None) -> Submission | None:
-    """Import the results file on first start only (when the queue has no job at all)."""
-    if path is None or not queue.is_empty():
-        return None
-    return import_results(queue, path)
+def results_files(paths: Sequence[Path]) -> list[Path]:
+    """The results files that `paths` name: each file itself, each folder's `*.json` files in name order."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files += sorted(path.glob("*.json"))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise FileNotFoundError(f"seed results {path}: no such file or folder")
+    return files
+
+
+def seed_if_empty(queue: JobQueue, paths: Sequence[Path]) -> list[Submission]:
+    """Import the results files `paths` name (files, or folders of them) on first start only (when the queue has no
+    job at all), one finished job each."""
+    if not paths or not queue.is_empty():
+        return []
+    return [import_results(queue, path) for path in results_files(paths)]

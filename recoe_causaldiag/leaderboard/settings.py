@@ -53,8 +53,8 @@ class LeaderboardSettings:
     submissions one submitter may make in an hour, ``max_model_gb`` the weight size accepted,
     ``heartbeat_timeout_s`` how long a RUNNING job may go without a heartbeat before it is re-queued,
     ``metric_time_limit_s`` the wall-clock limit of a submitted metric's process, ``admin_token`` the
-    secret that approves submitted metrics (None: nobody can approve), ``seed_results`` a results file
-    loaded into an empty board, ``local_model_roots`` the folders under which local model paths are accepted,
+    secret that approves submitted metrics (None: nobody can approve), ``seed_results`` results files, or folders
+    of them, loaded into an empty board, ``local_model_roots`` the folders under which local model paths are accepted,
     ``sandbox_user`` the user that submitted metrics run as (None: the app's own user), ``job_time_limit_s`` the
     wall-clock limit of every job (a job past it is FAILED and the worker moves on), ``queue_read_timeout_s`` how
     long a read of a SQLite queue waits for a lock held elsewhere before it answers "queue busy",
@@ -71,7 +71,7 @@ class LeaderboardSettings:
     heartbeat_timeout_s: int = 120
     metric_time_limit_s: int = 1800
     admin_token: str | None = None
-    seed_results: Path | None = None
+    seed_results: tuple[Path, ...] = ()
     local_model_roots: tuple[Path, ...] = ()
     sandbox_user: str | None = None
     job_time_limit_s: int = 6 * 3600
@@ -96,7 +96,7 @@ class LeaderboardSettings:
     @classmethod
     def from_env(cls) -> LeaderboardSettings:
         roots = os.environ.get(LOCAL_MODEL_ROOTS_ENV, "")
-        seed = os.environ.get(SEED_RESULTS_ENV, "").strip()
+        seeds = os.environ.get(SEED_RESULTS_ENV, "")
         return cls(
             db_url=os.environ.get(DB_ENV, "").strip() or default_db_url(),
             pair_cap=_int_env(PAIR_CAP_ENV, None),
@@ -105,7 +105,7 @@ class LeaderboardSettings:
             heartbeat_timeout_s=_int_env(HEARTBEAT_TIMEOUT_ENV, 120) or 120,
             metric_time_limit_s=_int_env(METRIC_TIME_LIMIT_ENV, 1800) or 1800,
             admin_token=os.environ.get(ADMIN_TOKEN_ENV) or None,
-            seed_results=Path(seed) if seed else None,
+            seed_results=tuple(Path(p.strip()).expanduser() for p in seeds.split(os.pathsep) if p.strip()),
             local_model_roots=tuple(Path(p).expanduser() for p in roots.split(os.pathsep) if p.strip())
             or (cache_root() / "models",),
             sandbox_user=os.environ.get(SANDBOX_USER_ENV, "").strip() or None,

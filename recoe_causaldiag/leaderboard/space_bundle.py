@@ -14,6 +14,7 @@ from pathlib import Path
 from ..packaged_models import packaged_distributions
 
 SPACE_FILES = ("app.py", "about.md", "README.md")
+SPACE_FOLDERS = ("seed",)
 PACKAGE_SOURCES = ("pyproject.toml", "README.md", "recoe_causaldiag")
 CHECKOUT_REQUIREMENT = "-e .."
 
@@ -39,6 +40,8 @@ def bundle_space(repo: Path, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     for name in SPACE_FILES:
         shutil.copyfile(space / name, out / name)
+    for name in SPACE_FOLDERS:
+        shutil.copytree(space / name, out / name)
     wheels = out / "wheels"
     with tempfile.TemporaryDirectory(prefix="causaldiag-wheel-") as scratch:
         source = Path(scratch)  # a clean copy: the build leaves nothing in the checkout and takes nothing stale
