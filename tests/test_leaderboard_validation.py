@@ -328,6 +328,19 @@ def test_a_folder_of_results_files_seeds_one_job_per_file_and_a_missing_path_is_
     assert LeaderboardSettings.from_env().seed_results == ()
 
 
+def test_the_spaces_own_seed_folder_seeds_a_board_with_every_file_it_holds(tmp_path):
+    seed = Path(__file__).resolve().parents[1] / "leaderboard_space" / "seed"
+    files = sorted(seed.glob("*.json"))
+    queue = JobQueue.open(f"sqlite:///{tmp_path / 'q.sqlite'}")
+    assert len(seed_if_empty(queue, [seed])) == len(files)
+    board = compute_board(queue.finished_scores())
+    for path in files:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        rows = [row for row in board.rows if row.model == doc["model"]["name"]]
+        assert {task for row in rows for task in row.per_task} == set(doc["dataset_versions"])
+        assert {(row.metric, row.variant) for row in rows} == {(r["metric"], r["variant"]) for r in doc["results"]}
+
+
 @pytest.mark.parametrize("pair_key", ["pair_id", "id"], ids=["schema 1.1", "schema 1.0"])
 def test_results_files_of_either_schema_seed_the_board_and_the_export(tmp_path, settings, pair_key):
     scores = [(1.0, 0.0), (0.0, 1.0), (2.0, 2.0), (None, 1.0)]
