@@ -448,7 +448,8 @@ def test_space_bundle_is_standalone_and_the_worker_refuses_a_password_on_its_com
     assert main(["space-bundle", "--repo", str(repo), "--out", str(out)]) == 0
     assert {p.name for p in out.iterdir()} == {"app.py", "about.md", "README.md", "requirements.txt", "wheels", "seed"}
     seed = repo / "leaderboard_space" / "seed"
-    assert {p.name: p.read_bytes() for p in (out / "seed").iterdir()} == {p.name: p.read_bytes() for p in seed.iterdir()}
+    bundled = {p.name: p.read_bytes() for p in (out / "seed").iterdir()}
+    assert bundled == {p.name: p.read_bytes() for p in seed.iterdir()}
     lines = [line for line in (out / "requirements.txt").read_text().splitlines() if not line.startswith("#")]
     assert "-e .." not in lines and all(line.startswith("./wheels/") or "==" in line for line in lines)
     (wheel,) = [out / line for line in lines if line.startswith("./wheels/")]
