@@ -42,6 +42,7 @@ def space_url(tmp_path):
         "CAUSALDIAG_PAIR_CAP": "4",
         "CAUSALDIAG_RATE_LIMIT": "50",
         "GRADIO_ANALYTICS_ENABLED": "False",
+        "CAUSALDIAG_SEED_RESULTS": "",
     }
     log = (tmp_path / "space.log").open("w")
     app = subprocess.Popen(
