@@ -217,7 +217,10 @@ def _compare_paper(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise UsageError(str(err)) from err
     if args.out:
-        Path(args.out).write_text(page, encoding="utf-8")
+        try:
+            Path(args.out).write_text(page, encoding="utf-8")
+        except OSError as err:
+            raise UsageError(f"--out {args.out}: cannot be written ({err})") from err
     print(page, end="")
     return 0
 

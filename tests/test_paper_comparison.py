@@ -123,3 +123,5 @@ def test_the_command_writes_the_page_and_refuses_what_is_not_a_results_file(tmp_
     (tmp_path / "bad.json").write_text("{}", encoding="utf-8")
     assert cli.main(["compare-paper", str(tmp_path / "bad.json")]) == 2
     assert "not a results file" in capsys.readouterr().err
+    assert cli.main(["compare-paper", str(path), "--out", str(tmp_path / "no" / "such" / "page.md")]) == 2
+    assert "cannot be written" in capsys.readouterr().err
