@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .api.rows import number_from_json, without_nans
+from .api.rows import PairScoreRow, without_nans
 from .api.run_spec import EDITORS, EXPLANATION_SOURCES, RunSpec
 from .editors.editing import make_editor
 from .models import LanguageModel
@@ -69,10 +69,8 @@ Row = tuple[str, str, str]
 def headline_by_pair(doc: Mapping[str, Any]) -> dict[Row, dict[str, float]]:
     """Each result row's per-pair headline outcome (d_sym where the roles were swapped, else d), by pair id."""
     out: dict[Row, dict[str, float]] = {}
-    for row in doc["pairs"]:
-        d = number_from_json(row["d"])
-        value = (d + number_from_json(row["d_swap"])) / 2 if "d_swap" in row else d
-        out.setdefault((row["task"], row["metric"], row["variant"]), {})[row["pair_id"]] = value
+    for row in map(PairScoreRow.from_json, doc["pairs"]):
+        out.setdefault((row.task, row.metric, row.variant), {})[row.pair_id] = row.d if row.d_sym is None else row.d_sym
     return out
 
 

@@ -18,7 +18,15 @@ import numpy as np
 
 from .api.rows import PairScoreRow
 from .report import caveat, format_p_value
-from .statistics import ALPHA, MIN_N_VALID, copeland, coverage_aware_d, diagnosticity_from_d, wilcoxon_paired
+from .statistics import (
+    ALPHA,
+    MIN_N_VALID,
+    Estimate,
+    copeland,
+    coverage_aware_d,
+    diagnosticity_from_d,
+    wilcoxon_paired,
+)
 
 PAPER_TASKS = ("factcheck", "analogy", "object_counting", "multihop")
 """The paper's tasks, in its tables' order."""
@@ -37,6 +45,11 @@ class PaperMetric:
     qwen: tuple[float, float, float, float]
     gemma: tuple[float, float, float, float]
     copeland: float
+
+    @property
+    def binary_variant(self) -> str:
+        """The binary counterpart of this continuous variant (Table 2's other column)."""
+        return self.variant.removesuffix("continuous") + "binary"
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -107,12 +120,13 @@ TABLE_1 = (
 Answering the original first third (§5.2); the continuous variants, as Table 2's continuous column repeats them."""
 
 TABLE_2_BINARY = {
-    "early_answering": ("first_third-binary", (0.496, 0.501, 0.488, 0.488)),
-    "filler_tokens": ("repeating-dots-binary", (0.500, 0.500, 0.444, 0.495)),
-    "adding_mistakes": ("antonym-binary", (0.493, 0.530, 0.517, 0.485)),
-    "paraphrasing": ("paraphrase-binary", (0.571, 0.501, 0.531, 0.510)),
+    "early_answering": (0.496, 0.501, 0.488, 0.488),
+    "filler_tokens": (0.500, 0.500, 0.444, 0.495),
+    "adding_mistakes": (0.493, 0.530, 0.517, 0.485),
+    "paraphrasing": (0.571, 0.501, 0.531, 0.510),
 }
-"""Paper 000, Table 2: each CoT corruption metric's binary variant for qwen2.5-7b (its continuous one is in Table 1)."""
+"""Paper 000, Table 2: D of each CoT corruption metric's binary variant (`PaperMetric.binary_variant`) for
+qwen2.5-7b, per task (its continuous variant is in Table 1)."""
 
 FILLER = next(row for row in TABLE_1 if row.metric == "filler_tokens")
 SIMULATABILITY = next(row for row in TABLE_1 if row.metric == "simulatability")
@@ -168,11 +182,15 @@ def outcomes(documents: Sequence[Mapping[str, Any]]) -> Outcomes:
     return Outcomes(models.pop(), d, d_sym)
 
 
-def _estimate(values: np.ndarray | None) -> str:
+def _estimate(values: np.ndarray | None) -> Estimate | None:
+    """D with its CI and tests, None when no pair was scored (or the results lack the row)."""
+    return None if values is None or not np.any(~np.isnan(values)) else diagnosticity_from_d(values)
+
+
+def _described(estimate: Estimate | None) -> str:
     """'0.812 [0.700, 0.900] (n 95/100)', or 'n/a'."""
-    if values is None or not np.any(~np.isnan(values)):
+    if estimate is None:
         return "n/a"
-    estimate = diagnosticity_from_d(values)
     return f"{estimate.value:.3f} [{estimate.ci_low:.3f}, {estimate.ci_high:.3f}] (n {estimate.n_valid}/{estimate.n})"
 
 
@@ -190,14 +208,10 @@ def table_1_rows(results: Outcomes) -> list[str]:
     for task in results.tasks:
         column = PAPER_TASKS.index(task)
         for row in TABLE_1:
-            d = results.of("D", task, row.metric, row.variant)
-            if d is None:
+            if results.of("D", task, row.metric, row.variant) is None:
                 continue
-            d_sym = results.of("D_sym", task, row.metric, row.variant)
-            lines.append(
-                f"| {task} | {row.label} | {row.qwen[column]:.3f} | {row.gemma[column]:.3f} | {_estimate(d)} | "
-                f"{_estimate(d_sym)} |"
-            )
+            ours = " | ".join(_described(_estimate(results.of(m, task, row.metric, row.variant))) for m in DIRECTIONS)
+            lines.append(f"| {task} | {row.label} | {row.qwen[column]:.3f} | {row.gemma[column]:.3f} | {ours} |")
     return lines
 
 
@@ -241,23 +255,22 @@ def filler_above_chance(results: Outcomes, task: str, direction: str) -> Verdict
     """Paper: Filler Tokens is significantly above 0.5 on every task and model (one-sample t-test). Ours: the sign
     test's p and the 95% CI of its D (unadjusted: the claim is one test per task)."""
     claim = "Filler Tokens is significantly above chance"
-    values = results.of(direction, task, FILLER.metric, FILLER.variant)
-    if values is None or not np.any(~np.isnan(values)):
+    estimate = _estimate(results.of(direction, task, FILLER.metric, FILLER.variant))
+    if estimate is None:
         return Verdict(claim, task, direction, "the results lack Filler Tokens", None)
-    estimate = diagnosticity_from_d(values)
     above = estimate.value > 0.5 and estimate.ci_low > 0.5
-    detail = f"{_estimate(values)}, sign test p {format_p_value(estimate.p_value)}"
+    detail = f"{_described(estimate)}, sign test p {format_p_value(estimate.p_value)}"
     return Verdict(claim, task, direction, detail, above)
 
 
 def continuous_beats_binary(results: Outcomes, task: str, direction: str, metric: str) -> Verdict:
     """Paper (Table 2): a CoT corruption metric's continuous variant is more diagnostic than its binary one (most
     differences significant, Wilcoxon). Ours: the two variants' means on the same pairs and their Wilcoxon p."""
-    binary_variant, paper_binary = TABLE_2_BINARY[metric]
+    paper_binary = TABLE_2_BINARY[metric]
     row = next(r for r in TABLE_1 if r.metric == metric)
     column = PAPER_TASKS.index(task)
     claim = f"{row.label}: continuous beats binary (paper {paper_binary[column]:.3f} → {row.qwen[column]:.3f})"
-    pair = results.aligned(direction, task, [row.key, ("binary", metric, binary_variant)])
+    pair = results.aligned(direction, task, [row.key, ("binary", metric, row.binary_variant)])
     if len(pair) < 2:
         return Verdict(claim, task, direction, "the results lack one of the two variants", None)
     continuous, binary = pair[row.label], pair["binary"]
@@ -270,11 +283,10 @@ def continuous_beats_binary(results: Outcomes, task: str, direction: str, metric
 def simulatability_at_chance(results: Outcomes, task: str, direction: str) -> Verdict:
     """Paper: (binary) simulatability sits at 0.50 ± 0.01 everywhere. Ours: whether its 95% CI holds 0.5."""
     claim = "Simulatability (binary) sits at chance"
-    values = results.of(direction, task, SIMULATABILITY.metric, SIMULATABILITY.variant)
-    if values is None or not np.any(~np.isnan(values)):
+    estimate = _estimate(results.of(direction, task, SIMULATABILITY.metric, SIMULATABILITY.variant))
+    if estimate is None:
         return Verdict(claim, task, direction, "the results lack simulatability", None)
-    estimate = diagnosticity_from_d(values)
-    return Verdict(claim, task, direction, _estimate(values), estimate.ci_low <= 0.5 <= estimate.ci_high)
+    return Verdict(claim, task, direction, _described(estimate), estimate.ci_low <= 0.5 <= estimate.ci_high)
 
 
 def verdicts(results: Outcomes) -> list[Verdict]:

@@ -31,7 +31,8 @@ def cell(editor: str, explanations: str, d: list[float], seconds: float = 1.0) -
             }
         ],
         "pairs": [
-            {"pair_id": f"p{i}", "task": ROW[0], "metric": ROW[1], "variant": ROW[2], "d": value}
+            {"pair_id": f"p{i}", "task": ROW[0], "metric": ROW[1], "variant": ROW[2]}
+            | {"score_faithful": value, "score_unfaithful": 0.5, "d": value}
             for i, value in enumerate(d)
         ],
         "edit_reliability": [{"task": "factcheck", "value": 0.75, "two_sided": 0.5, "no_edit": 0.5}],
