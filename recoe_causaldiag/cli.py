@@ -212,8 +212,10 @@ def _compare_paper(args: argparse.Namespace) -> int:
             raise UsageError(f"{path}: not a readable results file ({err})") from err
     try:
         page = comparison_page(documents)
-    except (KeyError, TypeError) as err:
+    except KeyError as err:
         raise UsageError(f"not a results file with per-pair scores (missing {err})") from err
+    except TypeError as err:
+        raise UsageError(f"not a results file with per-pair scores ({err})") from err
     except ValueError as err:
         raise UsageError(str(err)) from err
     if args.out:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,6 @@ from .statistics import (
     Estimate,
     copeland,
     coverage_aware_d,
-    diagnosticity_from_d,
     wilcoxon_paired,
 )
 
@@ -137,11 +137,13 @@ DIRECTIONS = ("D", "D_sym")
 
 @dataclass(frozen=True)
 class Outcomes:
-    """One model's per-pair outcomes, by (task, metric, variant) and then pair id, in both measures."""
+    """One model's per-pair outcomes, by (task, metric, variant) and then pair id, in both measures, and the run's
+    own result entries (SPEC §8) of the same rows."""
 
     model: str
     d: Mapping[tuple[str, str, str], Mapping[str, float]]
     d_sym: Mapping[tuple[str, str, str], Mapping[str, float]]
+    entries: Mapping[tuple[str, str, str], Mapping[str, Any]]
 
     def of(self, direction: str, task: str, metric: str, variant: str) -> np.ndarray | None:
         """The per-pair outcomes of one row in one measure, in pair-id order; None when the files lack the row (or,
@@ -157,6 +159,17 @@ class Outcomes:
         common = sorted(set.intersection(*(set(by_pair) for by_pair in present.values()))) if present else []
         return {label: np.array([by_pair[p] for p in common], dtype=float) for label, by_pair in present.items()}
 
+    def reported(self, direction: str, task: str, metric: str, variant: str) -> Estimate | None:
+        """The run's own estimate of one row in one measure (clustered as the run resampled it, the figure the
+        report and the board show); None when the files lack it or no pair was scored."""
+        entry = self.entries.get((task, metric, variant))
+        of = "d_sym_" if direction == "D_sym" else ""
+        value = None if entry is None else entry.get("d_sym" if of else "diagnosticity")
+        if value is None or math.isnan(value):
+            return None
+        fields = ("ci_low", "ci_high", "p_value", "p_ttest", "n", "n_valid", "n_nan")
+        return Estimate(value, *(entry[of + name] for name in fields))
+
     @property
     def tasks(self) -> tuple[str, ...]:
         """The paper's tasks these results cover, in the paper's order."""
@@ -165,12 +178,14 @@ class Outcomes:
 
 
 def outcomes(documents: Sequence[Mapping[str, Any]]) -> Outcomes:
-    """The per-pair outcomes of results files of one model (e.g. one file per task); a row given twice is refused."""
+    """The per-pair outcomes and result entries of results files of one model (e.g. one file per task); a row given
+    twice is refused."""
     models = {doc["model"]["name"] for doc in documents}
     if len(models) != 1:
         raise ValueError(f"the comparison takes results of one model, got {sorted(models) or 'none'}")
     d: dict[tuple[str, str, str], dict[str, float]] = {}
     d_sym: dict[tuple[str, str, str], dict[str, float]] = {}
+    entries: dict[tuple[str, str, str], Mapping[str, Any]] = {}
     for doc in documents:
         for row in map(PairScoreRow.from_json, doc["pairs"]):
             key = (row.task, row.metric, row.variant)
@@ -179,12 +194,12 @@ def outcomes(documents: Sequence[Mapping[str, Any]]) -> Outcomes:
             d.setdefault(key, {})[row.pair_id] = row.d
             if row.d_sym is not None:
                 d_sym.setdefault(key, {})[row.pair_id] = row.d_sym
-    return Outcomes(models.pop(), d, d_sym)
-
-
-def _estimate(values: np.ndarray | None) -> Estimate | None:
-    """D with its CI and tests, None when no pair was scored (or the results lack the row)."""
-    return None if values is None or not np.any(~np.isnan(values)) else diagnosticity_from_d(values)
+        for entry in doc["results"]:
+            key = (entry["task"], entry["metric"], entry["variant"])
+            if key in entries:
+                raise ValueError(f"the result of {' · '.join(key)} appears in more than one results file")
+            entries[key] = entry
+    return Outcomes(models.pop(), d, d_sym, entries)
 
 
 def _described(estimate: Estimate | None) -> str:
@@ -194,9 +209,20 @@ def _described(estimate: Estimate | None) -> str:
     return f"{estimate.value:.3f} [{estimate.ci_low:.3f}, {estimate.ci_high:.3f}] (n {estimate.n_valid}/{estimate.n})"
 
 
-def _mean(values: np.ndarray | None) -> float:
-    """The coverage-aware D of per-pair outcomes (a declined pair counts as a tie), NaN when absent."""
-    return math.nan if values is None else float(coverage_aware_d(values).mean())
+def _mean(values: np.ndarray) -> float:
+    """The coverage-aware D of per-pair outcomes (a declined pair counts as a tie)."""
+    return float(coverage_aware_d(values).mean())
+
+
+def _rankable(values: np.ndarray | None) -> bool:
+    """Whether a row scored enough pairs to be ranked (`MIN_N_VALID`: shown, never ranked, below it)."""
+    return values is not None and int(np.sum(~np.isnan(values))) >= MIN_N_VALID
+
+
+def _wilcoxon(results: Outcomes, direction: str, task: str, a: PaperMetric, b: tuple[str, str, str]) -> float:
+    """Wilcoxon p of row `a` against row `b` (label, metric, variant) on the pairs both scored or declined."""
+    pair = results.aligned(direction, task, [a.key, b])
+    return wilcoxon_paired(coverage_aware_d(pair[a.label]), coverage_aware_d(pair[b[0]])).p_value
 
 
 def table_1_rows(results: Outcomes) -> list[str]:
@@ -210,57 +236,78 @@ def table_1_rows(results: Outcomes) -> list[str]:
         for row in TABLE_1:
             if results.of("D", task, row.metric, row.variant) is None:
                 continue
-            ours = " | ".join(_described(_estimate(results.of(m, task, row.metric, row.variant))) for m in DIRECTIONS)
+            ours = " | ".join(_described(results.reported(m, task, row.metric, row.variant)) for m in DIRECTIONS)
             lines.append(f"| {task} | {row.label} | {row.qwen[column]:.3f} | {row.gemma[column]:.3f} | {ours} |")
     return lines
 
 
+AGREES, DISAGREES, UNDECIDED, CANNOT_TELL = "agrees", "disagrees", "no significant difference", "cannot tell"
+"""A verdict: the results agree with the claim, contradict it, point neither way significantly (p ≥ `ALPHA`), or
+lack what the claim needs."""
+
+
+def _decided(p_value: float, agrees: bool) -> str:
+    """The verdict of a test whose effect agrees with the claim or not: undecided unless p < `ALPHA`."""
+    if math.isnan(p_value) or p_value >= ALPHA:
+        return UNDECIDED
+    return AGREES if agrees else DISAGREES
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """One claim of the paper checked on one task in one measure: what the results say, and whether it agrees."""
+    """One claim of the paper checked on one task in one measure: what the results say, and the verdict."""
 
     claim: str
     task: str
     direction: str
     ours: str
-    agrees: bool | None
-
-    @property
-    def word(self) -> str:
-        """'agrees', 'disagrees' or 'cannot tell' (the results lack what the claim needs)."""
-        return {True: "agrees", False: "disagrees", None: "cannot tell"}[self.agrees]
+    word: str
 
 
 def filler_is_best(results: Outcomes, task: str, direction: str) -> Verdict:
     """Paper: Filler Tokens has the highest D of the CoT metrics (on every task but Analogy), significantly so on
-    FactCheck (Wilcoxon). Ours: the CoT metric with the highest coverage-aware mean, and Filler Tokens' Wilcoxon p
-    against each other CoT metric on the pairs both scored."""
+    FactCheck (Wilcoxon). Ours: the rankable CoT metric (`MIN_N_VALID` scored pairs) with the highest
+    coverage-aware mean; it agrees when that is Filler Tokens and it beats every other (Wilcoxon, on the pairs
+    both scored), and disagrees when another beats Filler Tokens."""
     claim = "Filler Tokens is the most diagnostic CoT metric"
-    aligned = results.aligned(direction, task, [row.key for row in TABLE_1 if row.cot])
-    filler = aligned.pop(FILLER.label, None)
-    if filler is None or not aligned:
-        return Verdict(claim, task, direction, "the results lack Filler Tokens or every other CoT metric", None)
-    means = {FILLER.label: _mean(filler), **{label: _mean(values) for label, values in aligned.items()}}
+    ranked = {
+        row.label: values
+        for row in TABLE_1
+        if row.cot and _rankable(values := results.of(direction, task, row.metric, row.variant))
+    }
+    if FILLER.label not in ranked or len(ranked) < 2:
+        detail = f"the results lack Filler Tokens or every other CoT metric (with {MIN_N_VALID} scored pairs)"
+        return Verdict(claim, task, direction, detail, CANNOT_TELL)
+    means = {label: _mean(values) for label, values in ranked.items()}
     best = [label for label, mean in means.items() if mean == max(means.values())]
-    worst_p = max(wilcoxon_paired(coverage_aware_d(filler), coverage_aware_d(v)).p_value for v in aligned.values())
     ranking = ", ".join(f"{label} {means[label]:.3f}" for label in sorted(means, key=lambda k: -means[k]))
-    detail = (
-        f"highest: {' and '.join(best)} ({ranking}); Filler Tokens against each other, largest Wilcoxon p "
-        f"{format_p_value(worst_p)}"
-    )
-    return Verdict(claim, task, direction, detail, best == [FILLER.label])
+    rows = {row.label: row.key for row in TABLE_1}
+    if best == [FILLER.label]:
+        p_value = max(
+            _wilcoxon(results, direction, task, FILLER, rows[label]) for label in ranked if label != FILLER.label
+        )
+        test = f"Filler Tokens against each other, largest Wilcoxon p {format_p_value(p_value)}"
+        word = _decided(p_value, True)
+    else:
+        rival = next(label for label in best if label != FILLER.label)
+        p_value = _wilcoxon(results, direction, task, FILLER, rows[rival])
+        test = f"Filler Tokens against {rival}, Wilcoxon p {format_p_value(p_value)}"
+        word = _decided(p_value, False)
+    return Verdict(claim, task, direction, f"highest: {' and '.join(best)} ({ranking}); {test}", word)
 
 
 def filler_above_chance(results: Outcomes, task: str, direction: str) -> Verdict:
-    """Paper: Filler Tokens is significantly above 0.5 on every task and model (one-sample t-test). Ours: the sign
-    test's p and the 95% CI of its D (unadjusted: the claim is one test per task)."""
+    """Paper: Filler Tokens is significantly above 0.5 on every task and model (one-sample t-test). Ours: the run's
+    sign test of its D against 0.5 (unadjusted: the claim is one test per task), the t-test shown beside it."""
     claim = "Filler Tokens is significantly above chance"
-    estimate = _estimate(results.of(direction, task, FILLER.metric, FILLER.variant))
+    estimate = results.reported(direction, task, FILLER.metric, FILLER.variant)
     if estimate is None:
-        return Verdict(claim, task, direction, "the results lack Filler Tokens", None)
-    above = estimate.value > 0.5 and estimate.ci_low > 0.5
-    detail = f"{_described(estimate)}, sign test p {format_p_value(estimate.p_value)}"
-    return Verdict(claim, task, direction, detail, above)
+        return Verdict(claim, task, direction, "the results lack Filler Tokens", CANNOT_TELL)
+    detail = (
+        f"{_described(estimate)}, sign test p {format_p_value(estimate.p_value)}, t-test p "
+        f"{format_p_value(estimate.p_ttest)}"
+    )
+    return Verdict(claim, task, direction, detail, _decided(estimate.p_value, estimate.value > 0.5))
 
 
 def continuous_beats_binary(results: Outcomes, task: str, direction: str, metric: str) -> Verdict:
@@ -272,21 +319,23 @@ def continuous_beats_binary(results: Outcomes, task: str, direction: str, metric
     claim = f"{row.label}: continuous beats binary (paper {paper_binary[column]:.3f} → {row.qwen[column]:.3f})"
     pair = results.aligned(direction, task, [row.key, ("binary", metric, row.binary_variant)])
     if len(pair) < 2:
-        return Verdict(claim, task, direction, "the results lack one of the two variants", None)
+        return Verdict(claim, task, direction, "the results lack one of the two variants", CANNOT_TELL)
     continuous, binary = pair[row.label], pair["binary"]
     high, low = _mean(continuous), _mean(binary)
     test = wilcoxon_paired(coverage_aware_d(continuous), coverage_aware_d(binary))
     detail = f"binary {low:.3f} → continuous {high:.3f}, Wilcoxon p {format_p_value(test.p_value)}"
-    return Verdict(claim, task, direction, detail, high > low)
+    return Verdict(claim, task, direction, detail, _decided(test.p_value, high > low))
 
 
 def simulatability_at_chance(results: Outcomes, task: str, direction: str) -> Verdict:
-    """Paper: (binary) simulatability sits at 0.50 ± 0.01 everywhere. Ours: whether its 95% CI holds 0.5."""
+    """Paper: (binary) simulatability sits at 0.50 ± 0.01 everywhere. Ours: whether the run's 95% CI of its D holds
+    0.5 (agrees) or lies on one side of it (disagrees); the CI's width says how close to chance that pins it."""
     claim = "Simulatability (binary) sits at chance"
-    estimate = _estimate(results.of(direction, task, SIMULATABILITY.metric, SIMULATABILITY.variant))
+    estimate = results.reported(direction, task, SIMULATABILITY.metric, SIMULATABILITY.variant)
     if estimate is None:
-        return Verdict(claim, task, direction, "the results lack simulatability", None)
-    return Verdict(claim, task, direction, _described(estimate), estimate.ci_low <= 0.5 <= estimate.ci_high)
+        return Verdict(claim, task, direction, "the results lack simulatability", CANNOT_TELL)
+    word = AGREES if estimate.ci_low <= 0.5 <= estimate.ci_high else DISAGREES
+    return Verdict(claim, task, direction, _described(estimate), word)
 
 
 def verdicts(results: Outcomes) -> list[Verdict]:
@@ -302,15 +351,32 @@ def verdicts(results: Outcomes) -> list[Verdict]:
 
 
 def copeland_ranking(results: Outcomes, direction: str) -> dict[str, float]:
-    """Copeland score of each Table 1 metric over the results' tasks (one model), as the paper counts them."""
-    configurations = {task: results.aligned(direction, task, [row.key for row in TABLE_1]) for task in results.tasks}
-    return copeland({task: per_metric for task, per_metric in configurations.items() if per_metric})
+    """Copeland score of each Table 1 metric over the results' tasks (one model), as the paper counts them: every
+    two metrics compared on each task, on the pairs both scored or declined (so a metric run on a subset of the
+    pairs narrows only its own comparisons)."""
+    contests = {
+        f"{task}: {a[0]} against {b[0]}": pair
+        for task in results.tasks
+        for a, b in combinations([row.key for row in TABLE_1], 2)
+        if len(pair := results.aligned(direction, task, [a, b])) == 2
+    }
+    return copeland(contests)
 
 
 def _ranking(scores: Mapping[str, float]) -> str:
     """'A (3) > B (1.5)', or a note that no metric scored enough pairs to be ranked."""
     ordered = sorted(scores.items(), key=lambda item: -item[1])
     return " > ".join(f"{label} ({score:g})" for label, score in ordered) or f"none ranked (under {MIN_N_VALID} pairs)"
+
+
+def _our_ranking(results: Outcomes, direction: str) -> str:
+    """Our Copeland ranking in one measure, naming the paper's metrics it leaves out."""
+    scores = copeland_ranking(results, direction)
+    line = f"- ours, {direction} ({', '.join(results.tasks)}): {_ranking(scores)}"
+    left_out = [row.label for row in TABLE_1 if row.label not in scores]
+    return line + (
+        f"; not ranked (not run, or under {MIN_N_VALID} scored pairs): {', '.join(left_out)}" if left_out else ""
+    )
 
 
 def comparison_page(documents: Sequence[Mapping[str, Any]]) -> str:
@@ -335,15 +401,15 @@ def comparison_page(documents: Sequence[Mapping[str, Any]]) -> str:
         "## Copeland ranking",
         "",
         f"- paper (4 tasks × 2 models): {_ranking(paper)}",
-        *(
-            f"- ours, {direction} ({', '.join(results.tasks)}): {_ranking(copeland_ranking(results, direction))}"
-            for direction in DIRECTIONS
-        ),
+        *(_our_ranking(results, direction) for direction in DIRECTIONS),
         "",
         "D: the evaluated model scores both explanations (the paper's measure). D_sym: the mean of d and d_swap, the "
         "same with the roles swapped, so that a preference for one explanation's text scores 0.5. CIs: percentile "
-        "bootstrap hull with the Wilson interval (SPEC §7); 'n' counts the pairs scored. Wilcoxon tests are paired "
-        "on the pairs, a declined pair counted as a tie, as in the means that pick the highest metric (tests "
-        f"unadjusted: each verdict is one claim); Copeland compares every two metrics per task (p < {ALPHA}).",
+        "bootstrap hull with the Wilson interval, pairs of one cluster resampled together, as the run computed them "
+        "(SPEC §7); 'n' counts the pairs scored. Wilcoxon tests are paired on the pairs both metrics scored or "
+        "declined, a declined pair counted as a tie, as in the means that pick the highest metric; a metric with "
+        f"fewer than {MIN_N_VALID} scored pairs is shown, never ranked. A verdict needs p < {ALPHA} (unadjusted: "
+        f"each verdict is one claim), else it reads '{UNDECIDED}'; Copeland compares every two metrics per task "
+        f"(p < {ALPHA}).",
     ]
     return "\n".join(lines) + "\n"

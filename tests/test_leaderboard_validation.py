@@ -17,7 +17,7 @@ import pytest
 from recoe_causaldiag.api.rows import PairScoreRow
 from recoe_causaldiag.leaderboard.board import compute_board
 from recoe_causaldiag.leaderboard.export import write_export
-from recoe_causaldiag.leaderboard.integrity import public_model_name
+from recoe_causaldiag.leaderboard.integrity import InvalidData, public_model_name
 from recoe_causaldiag.leaderboard.module_source import ModuleSource
 from recoe_causaldiag.leaderboard.queue import FinishedScore, JobQueue
 from recoe_causaldiag.leaderboard.render import BoardFilter, board_records, inert, queue_table, submission_message
@@ -326,6 +326,25 @@ def test_a_folder_of_results_files_seeds_one_job_per_file_and_a_missing_path_is_
     assert LeaderboardSettings.from_env().seed_results == (folder, tmp_path / "b.json")
     monkeypatch.setenv(SEED_RESULTS_ENV, "")
     assert LeaderboardSettings.from_env().seed_results == ()
+
+
+def test_a_bad_seed_file_leaves_the_board_empty_and_seeding_is_tried_again(tmp_path, settings):
+    folder = tmp_path / "seed"
+    folder.mkdir()
+    (folder / "a_factcheck.json").write_text(json.dumps(one_task_results("factcheck", 1.0)))
+    bad = one_task_results("multihop", 0.5)
+    bad["pairs"][3]["d"] = 0.0
+    (folder / "b_multihop.json").write_text(json.dumps(bad))
+    queue = JobQueue.open(settings.db_url)
+    with pytest.raises(InvalidData, match="b_multihop.json"):
+        seed_if_empty(queue, [folder])
+    assert queue.is_empty()
+    (folder / "b_multihop.json").write_text("{not json")
+    with pytest.raises(InvalidData, match="b_multihop.json: not a readable results file"):
+        seed_if_empty(queue, [folder])
+    assert queue.is_empty()
+    (folder / "b_multihop.json").write_text(json.dumps(one_task_results("multihop", 0.5)))
+    assert [s.job.request.tasks for s in seed_if_empty(queue, [folder])] == [("factcheck",), ("multihop",)]
 
 
 def test_the_spaces_own_seed_folder_seeds_a_board_with_every_file_it_holds(tmp_path):

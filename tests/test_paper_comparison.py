@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
 from recoe_causaldiag import cli
 from recoe_causaldiag.metrics import METRICS
 from recoe_causaldiag.paper_comparison import (
+    AGREES,
+    CANNOT_TELL,
+    DISAGREES,
     FILLER,
     TABLE_1,
     TABLE_2_BINARY,
+    UNDECIDED,
     comparison_page,
     continuous_beats_binary,
     copeland_ranking,
@@ -20,6 +25,7 @@ from recoe_causaldiag.paper_comparison import (
     outcomes,
     simulatability_at_chance,
 )
+from recoe_causaldiag.statistics import MIN_N_VALID, Estimate, diagnosticity_from_d
 
 N = 30
 
@@ -36,6 +42,26 @@ def rows(task: str, metric: str, variant: str, d: list[float], d_swap: list[floa
     return out
 
 
+def fields(of: str, estimate: Estimate) -> dict:
+    """A result entry's statistics of one measure, keyed as SPEC §8 keys them (`of`: '' for D, 'd_sym_')."""
+    value = {"d_sym": estimate.value} if of else {"diagnosticity": estimate.value}
+    names = ("ci_low", "ci_high", "p_value", "p_ttest", "n", "n_valid", "n_nan")
+    return value | {of + name: getattr(estimate, name) for name in names}
+
+
+def with_entries(doc: dict) -> dict:
+    """`doc` with a result entry per row of its per-pair scores, as a run writes them."""
+    keys = dict.fromkeys((r["task"], r["metric"], r["variant"]) for r in doc["pairs"])
+    doc["results"] = []
+    for task, metric, variant in keys:
+        mine = [r for r in doc["pairs"] if (r["task"], r["metric"], r["variant"]) == (task, metric, variant)]
+        entry = {"task": task, "metric": metric, "variant": variant}
+        entry |= fields("", diagnosticity_from_d([r["d"] for r in mine]))
+        entry |= fields("d_sym_", diagnosticity_from_d([(r["d"] + r["d_swap"]) / 2 for r in mine]))
+        doc["results"].append(entry)
+    return doc
+
+
 def document(task: str = "factcheck", model: str = "some-model", *, text_preferring_filler: bool = False) -> dict:
     """A results file in which Filler Tokens wins on every pair (d = 1), the other CoT metrics tie half their pairs,
     binary variants sit at 0.5 and simulatability wins half its pairs. With `text_preferring_filler` Filler Tokens
@@ -49,7 +75,7 @@ def document(task: str = "factcheck", model: str = "some-model", *, text_preferr
     for row in TABLE_1:
         if row.metric in TABLE_2_BINARY:
             pairs += rows(task, row.metric, row.binary_variant, [0.5] * N, [0.5] * N)
-    return {"model": {"name": model}, "pairs": pairs}
+    return with_entries({"model": {"name": model}, "pairs": pairs})
 
 
 def test_every_row_of_the_papers_tables_names_a_variant_the_metric_has():
@@ -64,34 +90,64 @@ def test_a_filler_that_wins_both_directions_agrees_with_every_filler_claim():
     results = outcomes([document()])
     for direction in ("D", "D_sym"):
         best = filler_is_best(results, "factcheck", direction)
-        assert best.agrees is True and "highest: Filler Tokens (" in best.ours
-        assert filler_above_chance(results, "factcheck", direction).agrees is True
-        assert continuous_beats_binary(results, "factcheck", direction, "filler_tokens").agrees is True
-        assert simulatability_at_chance(results, "factcheck", direction).agrees is True
+        assert best.word == AGREES and "highest: Filler Tokens (" in best.ours
+        assert filler_above_chance(results, "factcheck", direction).word == AGREES
+        assert continuous_beats_binary(results, "factcheck", direction, "filler_tokens").word == AGREES
+        assert simulatability_at_chance(results, "factcheck", direction).word == AGREES
 
 
 def test_the_swapped_roles_control_overturns_a_filler_that_prefers_one_text():
     results = outcomes([document(text_preferring_filler=True)])
-    assert filler_is_best(results, "factcheck", "D").agrees is True
-    assert filler_is_best(results, "factcheck", "D_sym").agrees is False
-    assert filler_above_chance(results, "factcheck", "D").agrees is True
-    assert filler_above_chance(results, "factcheck", "D_sym").agrees is False
+    assert filler_is_best(results, "factcheck", "D").word == AGREES
+    assert filler_is_best(results, "factcheck", "D_sym").word == DISAGREES
+    assert filler_above_chance(results, "factcheck", "D").word == AGREES
+    assert filler_above_chance(results, "factcheck", "D_sym").word == UNDECIDED
 
 
-def test_a_tie_for_the_highest_is_not_filler_tokens_winning():
+def test_a_tie_for_the_highest_is_not_filler_tokens_winning_and_a_metric_beating_it_disagrees():
     doc = document()
     for row in doc["pairs"]:
         if (row["metric"], row["variant"]) == ("early_answering", "first_third-continuous"):
             row["d"] = row["d_swap"] = 1.0
-    verdict = filler_is_best(outcomes([doc]), "factcheck", "D")
-    assert verdict.agrees is False and "Filler Tokens and Early Answering" in verdict.ours
+    verdict = filler_is_best(outcomes([with_entries(doc)]), "factcheck", "D")
+    assert verdict.word == UNDECIDED and "highest: Early Answering and Filler Tokens (" in verdict.ours
+    for row in doc["pairs"]:
+        if row["metric"] == FILLER.metric and row["variant"] == FILLER.variant:
+            row["d"] = 0.5
+    verdict = filler_is_best(outcomes([with_entries(doc)]), "factcheck", "D")
+    assert verdict.word == DISAGREES and "Filler Tokens against Early Answering, Wilcoxon p" in verdict.ours
+
+
+def test_a_difference_short_of_significance_is_no_verdict_either_way():
+    doc = document()
+    for row in doc["pairs"]:
+        if (row["metric"], row["variant"]) == ("paraphrasing", "paraphrase-binary"):
+            row["d"] = row["d_swap"] = 0.75 if row["pair_id"].endswith(("00", "01", "02")) else 0.5
+        if (row["metric"], row["variant"]) == ("paraphrasing", "paraphrase-continuous"):
+            row["d"] = row["d_swap"] = 0.5
+    verdict = continuous_beats_binary(outcomes([with_entries(doc)]), "factcheck", "D", "paraphrasing")
+    assert verdict.word == UNDECIDED and "binary 0.525 → continuous 0.500" in verdict.ours
+
+
+def test_a_metric_under_the_ranking_floor_or_on_a_subset_of_the_pairs_narrows_nothing_else():
+    doc = document()
+    mistakes = [r for r in doc["pairs"] if r["metric"] == "adding_mistakes" and r["variant"].endswith("continuous")]
+    for k, row in enumerate(mistakes):
+        row["d"] = row["d_swap"] = 1.0 if k < MIN_N_VALID - 1 else math.nan
+    doc["pairs"] = [r for r in doc["pairs"] if r["metric"] != "cc_shap" or r["pair_id"] < "factcheck-005"]
+    results = outcomes([with_entries(doc)])
+    verdict = filler_is_best(results, "factcheck", "D")
+    assert verdict.word == AGREES and "Adding Mistakes" not in verdict.ours
+    ranking = copeland_ranking(results, "D")
+    assert max(ranking, key=ranking.get) == "Filler Tokens" and "Adding Mistakes" not in ranking
+    assert "CC-SHAP (CoT)" not in ranking
 
 
 def test_a_claim_the_results_cannot_check_says_so():
     doc = document()
     doc["pairs"] = [r for r in doc["pairs"] if r["metric"] != "paraphrasing"]
     verdict = continuous_beats_binary(outcomes([doc]), "factcheck", "D", "paraphrasing")
-    assert verdict.agrees is None and verdict.word == "cannot tell"
+    assert verdict.word == CANNOT_TELL
 
 
 def test_copeland_ranks_the_winner_first_in_both_measures_only_when_it_wins_both():
@@ -115,6 +171,14 @@ def test_the_page_holds_the_papers_cells_ours_and_a_verdict_per_claim_and_measur
     assert "| factcheck | Filler Tokens | 0.828 | 0.893 | 1.000 [" in page
     assert page.count("| Filler Tokens is the most diagnostic CoT metric | factcheck |") == 2
     assert "- ours, D_sym (factcheck): Filler Tokens (" in page
+
+
+def test_the_page_quotes_the_runs_own_estimates_not_a_recomputation():
+    doc = document()
+    entry = next(e for e in doc["results"] if (e["metric"], e["variant"]) == (FILLER.metric, FILLER.variant))
+    entry |= {"ci_low": 0.612, "d_sym_ci_low": 0.613}
+    page = comparison_page([doc])
+    assert "| 1.000 [0.612, 1.000] (n 30/30) | 1.000 [0.613, 1.000] (n 30/30) |" in page
 
 
 def test_the_command_writes_the_page_and_refuses_what_is_not_a_results_file(tmp_path, capsys):
