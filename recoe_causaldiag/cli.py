@@ -202,7 +202,8 @@ def _validity(args: argparse.Namespace) -> int:
 
 
 def _compare_paper(args: argparse.Namespace) -> int:
-    from .paper_comparison import comparison_page
+    from .paper_comparison import comparison_figure, comparison_page, outcomes
+    from .report import save_figure
 
     documents = []
     for path in args.results:
@@ -211,7 +212,8 @@ def _compare_paper(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as err:
             raise UsageError(f"{path}: not a readable results file ({err})") from err
     try:
-        page = comparison_page(documents)
+        results = outcomes(documents)
+        page = comparison_page(results)
     except KeyError as err:
         raise UsageError(f"not a results file with per-pair scores (missing {err})") from err
     except TypeError as err:
@@ -221,9 +223,12 @@ def _compare_paper(args: argparse.Namespace) -> int:
     if args.out:
         try:
             Path(args.out).write_text(page, encoding="utf-8")
+            figures = save_figure(comparison_figure(results), Path(args.out).with_suffix(".png"))
         except OSError as err:
             raise UsageError(f"--out {args.out}: cannot be written ({err})") from err
     print(page, end="")
+    if args.out:
+        print("wrote " + ", ".join(str(p) for p in (args.out, *figures)), file=sys.stderr)
     return 0
 
 
@@ -578,7 +583,9 @@ def parser() -> argparse.ArgumentParser:
         "compare-paper", help="one model's results beside paper 000's Table 1 and findings, in D and in D_sym"
     )
     compare.add_argument("results", nargs="+", help="results files of one model (e.g. one per task)")
-    compare.add_argument("--out", help="also write the page to this Markdown file")
+    compare.add_argument(
+        "--out", help="also write the page to this Markdown file, and its figure beside it (.png and .pdf)"
+    )
     compare.set_defaults(func=_compare_paper)
 
     publish = sub.add_parser("publish", help="upload built datasets to the Hugging Face Hub, tagged vX.Y.Z")

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .api.rows import PairScoreRow
-from .report import caveat, format_p_value
+from .report import OKABE_ITO, Panel, Reference, caveat, ci_chart, format_p_value
 from .statistics import (
     ALPHA,
     MIN_N_VALID,
@@ -379,10 +379,9 @@ def _our_ranking(results: Outcomes, direction: str) -> str:
     )
 
 
-def comparison_page(documents: Sequence[Mapping[str, Any]]) -> str:
+def comparison_page(results: Outcomes) -> str:
     """Markdown: Table 1's cells beside ours, each finding of the paper checked task by task in D and D_sym, and
     both Copeland rankings."""
-    results = outcomes(documents)
     lines = [
         f"# {results.model} against paper 000 (Zaman & Srivastava, 2025)",
         "",
@@ -413,3 +412,33 @@ def comparison_page(documents: Sequence[Mapping[str, Any]]) -> str:
         f"(p < {ALPHA}).",
     ]
     return "\n".join(lines) + "\n"
+
+
+def comparison_figure(results: Outcomes) -> Any:
+    """One panel per task: every Table 1 metric the results hold, our D and D_sym with the run's 95% CIs and scored
+    pairs, and beside our D the paper's D for qwen2.5-7b and gemma-2-9b-it."""
+    panels = []
+    for task in results.tasks:
+        column = PAPER_TASKS.index(task)
+        rows: list[tuple[str, float | None, float | None, float | None]] = []
+        colors, qwen, gemma = [], [], []
+        for row in TABLE_1:
+            if results.of("D", task, row.metric, row.variant) is None:
+                continue
+            for direction, color in zip(DIRECTIONS, OKABE_ITO, strict=False):
+                estimate = results.reported(direction, task, row.metric, row.variant)
+                if estimate is None:
+                    rows.append((f"{row.label} · {direction}", None, None, None))
+                else:
+                    label = f"{row.label} · {direction} (n {estimate.n_valid}/{estimate.n})"
+                    rows.append((label, estimate.value, estimate.ci_low, estimate.ci_high))
+                colors.append(color)
+                qwen.append(row.qwen[column] if direction == "D" else None)
+                gemma.append(row.gemma[column] if direction == "D" else None)
+        references = (
+            Reference("paper: qwen2.5-7b", qwen, "D", OKABE_ITO[2]),
+            Reference("paper: gemma-2-9b-it", gemma, "s", OKABE_ITO[3]),
+        )
+        xlabel = f"{task}: causal diagnosticity, ours with 95% CI (D, D_sym); hollow: paper 000's D; dashed: chance"
+        panels.append(Panel(rows, colors, xlabel, references))
+    return ci_chart(panels, title=f"{results.model} against paper 000 (Table 1; ICE, synthetic explanations)")

@@ -236,19 +236,32 @@ def _control_bars(doc: Mapping[str, Any]) -> list[tuple[str, float | None, float
 
 
 @dataclass(frozen=True)
+class Reference:
+    """Values from elsewhere (a paper's) drawn beside a panel's estimates as hollow markers, one per row (None: none
+    for that row), named in the panel's legend."""
+
+    label: str
+    values: Sequence[float | None]
+    marker: str
+    color: str
+
+
+@dataclass(frozen=True)
 class Panel:
     """One panel of a CI chart: rows (label, value, CI low, CI high) top to bottom, their colours, the x-axis
-    label."""
+    label, and values from elsewhere to compare them with."""
 
     rows: Sequence[tuple[str, float | None, float | None, float | None]]
     colors: str | Sequence[str]
     xlabel: str
+    references: Sequence[Reference] = ()
 
 
 def ci_chart(panels: Sequence[Panel], *, row_height: float = 0.24, title: str | None = None) -> Any:
     """A matplotlib figure of estimates with their 95% CIs, one panel under the other: each row a dot at its value
     with its CI as whiskers, on [0, 1] with chance (0.5) dashed; a row without a value reads "no scored pairs" at
-    0.5. The axis runs a little past 0 and 1, so a CI that reaches either end shows its cap."""
+    0.5; a panel's references are hollow markers, named in a legend beside it. The axis runs a little past 0 and 1,
+    so a CI that reaches either end shows its cap."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -270,6 +283,21 @@ def ci_chart(panels: Sequence[Panel], *, row_height: float = 0.24, title: str | 
                 continue
             whiskers = None if is_missing(low) or is_missing(high) else [[value - low], [high - value]]
             ax.errorbar(value, y, xerr=whiskers, fmt="o", color=color, markersize=4, elinewidth=1.2, capsize=2.5)
+        for reference in panel.references:
+            marks = [(value, y) for y, value in enumerate(reference.values) if not is_missing(value)]
+            ax.scatter(
+                [x for x, _ in marks],
+                [y for _, y in marks],
+                marker=reference.marker,
+                facecolors="none",
+                edgecolors=reference.color,
+                s=28,
+                linewidths=1.0,
+                label=reference.label,
+                zorder=3,
+            )
+        if panel.references:
+            ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
         ax.axvline(0.5, color="0.2", linestyle="--", linewidth=0.8, zorder=0)
         ax.set_yticks(range(len(panel.rows)), [row[0] for row in panel.rows], fontsize=7)
         ax.set_ylim(max(len(panel.rows), 1) - 0.5, -0.5)

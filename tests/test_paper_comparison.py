@@ -17,6 +17,7 @@ from recoe_causaldiag.paper_comparison import (
     TABLE_1,
     TABLE_2_BINARY,
     UNDECIDED,
+    comparison_figure,
     comparison_page,
     continuous_beats_binary,
     copeland_ranking,
@@ -167,7 +168,7 @@ def test_files_of_one_model_merge_by_task_and_a_repeated_pair_or_a_second_model_
 
 
 def test_the_page_holds_the_papers_cells_ours_and_a_verdict_per_claim_and_measure():
-    page = comparison_page([document()])
+    page = comparison_page(outcomes([document()]))
     assert "| factcheck | Filler Tokens | 0.828 | 0.893 | 1.000 [" in page
     assert page.count("| Filler Tokens is the most diagnostic CoT metric | factcheck |") == 2
     assert "- ours, D_sym (factcheck): Filler Tokens (" in page
@@ -177,8 +178,21 @@ def test_the_page_quotes_the_runs_own_estimates_not_a_recomputation():
     doc = document()
     entry = next(e for e in doc["results"] if (e["metric"], e["variant"]) == (FILLER.metric, FILLER.variant))
     entry |= {"ci_low": 0.612, "d_sym_ci_low": 0.613}
-    page = comparison_page([doc])
+    page = comparison_page(outcomes([doc]))
     assert "| 1.000 [0.612, 1.000] (n 30/30) | 1.000 [0.613, 1.000] (n 30/30) |" in page
+
+
+def test_the_figure_has_a_panel_per_task_with_the_papers_values_beside_our_d():
+    fig = comparison_figure(outcomes([document("multihop"), document("factcheck")]))
+    assert [ax.get_xlabel().split(":")[0] for ax in fig.axes] == ["factcheck", "multihop"]
+    factcheck = fig.axes[0]
+    labels = [tick.get_text() for tick in factcheck.get_yticklabels()]
+    qwen, gemma = factcheck.collections[-2:]
+    assert [t.get_text() for t in factcheck.get_legend().get_texts()] == ["paper: qwen2.5-7b", "paper: gemma-2-9b-it"]
+    marks = {labels[int(y)]: x for x, y in qwen.get_offsets()}
+    assert marks["Filler Tokens · D (n 30/30)"] == 0.828 and "Filler Tokens · D_sym (n 30/30)" not in marks
+    assert {labels[int(y)]: x for x, y in gemma.get_offsets()}["Simulatability · D (n 30/30)"] == 0.507
+    assert len(marks) == len(labels) // 2 == len(TABLE_1)
 
 
 def test_the_command_writes_the_page_and_refuses_what_is_not_a_results_file(tmp_path, capsys):
@@ -186,6 +200,7 @@ def test_the_command_writes_the_page_and_refuses_what_is_not_a_results_file(tmp_
     path.write_text(json.dumps(document()), encoding="utf-8")
     assert cli.main(["compare-paper", str(path), "--out", str(tmp_path / "page.md")]) == 0
     assert (tmp_path / "page.md").read_text(encoding="utf-8") == capsys.readouterr().out
+    assert (tmp_path / "page.png").read_bytes().startswith(b"\x89PNG") and (tmp_path / "page.pdf").exists()
     (tmp_path / "bad.json").write_text("{}", encoding="utf-8")
     assert cli.main(["compare-paper", str(tmp_path / "bad.json")]) == 2
     assert "not a results file" in capsys.readouterr().err
