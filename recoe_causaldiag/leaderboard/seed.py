@@ -26,6 +26,15 @@ class FinishedResults:
     parameters: int | None
 
 
+def _checked(row: PairScoreRow) -> PairScoreRow:
+    """`row` when the board would store it; InvalidData naming its pair and metric variant otherwise."""
+    try:
+        check_row(row.evaluated_direction())
+    except InvalidData as error:
+        raise InvalidData(f"pair {row.pair_id} ({row.metric} · {row.variant}): {error}") from error
+    return row
+
+
 def read_results(path: Path) -> FinishedResults:
     """The finished job a results file describes; InvalidData naming the file when it cannot be read, is no results
     file, or holds a row or parameter count the board would refuse."""
@@ -35,8 +44,7 @@ def read_results(path: Path) -> FinishedResults:
         versions: dict[str, str] = doc["dataset_versions"]
         by_task: dict[str, list[PairScoreRow]] = defaultdict(list)
         for row in map(PairScoreRow.from_json, doc["pairs"]):
-            check_row(row.evaluated_direction())
-            by_task[row.task].append(row)
+            by_task[row.task].append(_checked(row))
         parameters = check_parameters(model.get("parameters"))
         metrics = tuple(dict.fromkeys(r["metric"] for r in doc["results"]))
         request = JobRequest(
@@ -49,6 +57,8 @@ def read_results(path: Path) -> FinishedResults:
             tuple(versions),
             metrics,
         )
+    except InvalidData as error:
+        raise InvalidData(f"seed results {path}: {error}") from error
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         raise InvalidData(f"seed results {path}: not a readable results file ({error})") from error
     return FinishedResults(
