@@ -10,7 +10,7 @@ import hashlib
 import math
 import numbers
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import Any
@@ -111,6 +111,19 @@ def check_parameters(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < MAX_PARAMETERS:
         raise InvalidData(f"the model's parameter count {str(value)[:40]!r} is no positive integer")
     return value
+
+
+def check_scored_rows(rows: Iterable[PairScoreRow]) -> list[PairScoreRow]:
+    """The evaluated direction of every row, each checked by `check_row`; InvalidData naming the first refused
+    row (by its pair id where that is a safe name, else by its position)."""
+    checked = []
+    for k, row in enumerate(rows):
+        try:
+            checked.append(check_row(row.evaluated_direction()))
+        except InvalidData as error:
+            named = isinstance(row.pair_id, str) and SAFE_NAME.fullmatch(row.pair_id)
+            raise InvalidData(f"{f'pair {row.pair_id}' if named else f'row {k + 1}'}: {error}") from error
+    return checked
 
 
 def stored_row(stored: Mapping[str, Any]) -> PairScoreRow:

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, DateTime, Engine, delete, func, insert, selec
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from ..api.rows import PairScoreRow
-from .integrity import InvalidData, check_name, check_parameters, check_row, public_model_name, stored_row
+from .integrity import InvalidData, check_name, check_parameters, check_scored_rows, public_model_name, stored_row
 from .schema import READ_OPTION, QueueBusy, approvals, deployment, job_tasks, jobs, make_engine, pair_scores
 
 PENDING, RUNNING, FINISHED, FAILED = "PENDING", "RUNNING", "FINISHED", "FAILED"
@@ -533,7 +533,7 @@ class JobQueue:
         only while `worker` still holds the job and the task is not stored yet; False (nothing written) otherwise.
         `parameters`, the evaluated model's parameter count where known, is recorded on the job. A row that fails
         `integrity.check_row` (or a count that is no positive integer) raises InvalidData and nothing is written."""
-        checked = [check_row(row.evaluated_direction()) for row in rows]
+        checked = check_scored_rows(rows)
         counted = {} if parameters is None else {"parameters": check_parameters(parameters)}
         strays = sorted({row.task for row in checked} - {task})
         if strays:
@@ -692,8 +692,7 @@ class JobQueue:
         integer) raises InvalidData before anything is written."""
         tasks = list(tasks)
         for _, _, rows in tasks:
-            for row in rows:
-                check_row(row.evaluated_direction())
+            check_scored_rows(rows)
         if parameters is not None:
             check_parameters(parameters)
         submission = self.submit(request, submitter, pair_cap=None)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..api.rows import PairScoreRow
 from ..api.run_spec import PRECISIONS
-from .integrity import InvalidData, check_parameters, check_row
+from .integrity import InvalidData, check_parameters, check_scored_rows
 from .queue import MODEL_JOB, JobQueue, JobRequest, Submission
 
 
@@ -26,15 +26,6 @@ class FinishedResults:
     parameters: int | None
 
 
-def _checked(row: PairScoreRow) -> PairScoreRow:
-    """`row` when the board would store it; InvalidData naming its pair and metric variant otherwise."""
-    try:
-        check_row(row.evaluated_direction())
-    except InvalidData as error:
-        raise InvalidData(f"pair {row.pair_id} ({row.metric} · {row.variant}): {error}") from error
-    return row
-
-
 def read_results(path: Path) -> FinishedResults:
     """The finished job a results file describes; InvalidData naming the file when it cannot be read, is no results
     file, or holds a row or parameter count the board would refuse."""
@@ -44,7 +35,8 @@ def read_results(path: Path) -> FinishedResults:
         versions: dict[str, str] = doc["dataset_versions"]
         by_task: dict[str, list[PairScoreRow]] = defaultdict(list)
         for row in map(PairScoreRow.from_json, doc["pairs"]):
-            by_task[row.task].append(_checked(row))
+            by_task[row.task].append(row)
+        check_scored_rows(row for rows in by_task.values() for row in rows)
         parameters = check_parameters(model.get("parameters"))
         metrics = tuple(dict.fromkeys(r["metric"] for r in doc["results"]))
         request = JobRequest(
