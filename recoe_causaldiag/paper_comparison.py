@@ -214,11 +214,6 @@ def _mean(values: np.ndarray) -> float:
     return float(coverage_aware_d(values).mean())
 
 
-def _rankable(values: np.ndarray | None) -> bool:
-    """Whether a row scored enough pairs to be ranked (`MIN_N_VALID`: shown, never ranked, below it)."""
-    return values is not None and int(np.sum(~np.isnan(values))) >= MIN_N_VALID
-
-
 def _wilcoxon(results: Outcomes, direction: str, task: str, a: PaperMetric, b: tuple[str, str, str]) -> float:
     """Wilcoxon p of row `a` against row `b` (label, metric, variant) on the pairs both scored or declined."""
     pair = results.aligned(direction, task, [a.key, b])
@@ -271,9 +266,9 @@ def filler_is_best(results: Outcomes, task: str, direction: str) -> Verdict:
     both scored), and disagrees when another beats Filler Tokens."""
     claim = "Filler Tokens is the most diagnostic CoT metric"
     ranked = {
-        row.label: values
+        row.label: results.of(direction, task, row.metric, row.variant)
         for row in TABLE_1
-        if row.cot and _rankable(values := results.of(direction, task, row.metric, row.variant))
+        if row.cot and (estimate := results.reported(direction, task, row.metric, row.variant)) and estimate.rankable
     }
     if FILLER.label not in ranked or len(ranked) < 2:
         detail = f"the results lack Filler Tokens or every other CoT metric (with {MIN_N_VALID} scored pairs)"
