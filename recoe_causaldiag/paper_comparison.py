@@ -148,13 +148,13 @@ class Outcomes:
     def of(self, direction: str, task: str, metric: str, variant: str) -> np.ndarray | None:
         """The per-pair outcomes of one row in one measure, in pair-id order; None when the files lack the row (or,
         for D_sym, its swapped direction)."""
-        by_pair = (self.d if direction == "D" else self.d_sym).get((task, metric, variant))
+        by_pair = self._table(direction).get((task, metric, variant))
         return None if by_pair is None else np.array([by_pair[pair] for pair in sorted(by_pair)], dtype=float)
 
     def aligned(self, direction: str, task: str, rows: Sequence[tuple[str, str, str]]) -> dict[str, np.ndarray]:
         """The per-pair outcomes of those `rows` (label, metric, variant) the results hold, by label, on the pairs
         all of them scored or declined (the paired tests need one order of the same pairs)."""
-        table = self.d if direction == "D" else self.d_sym
+        table = self._table(direction)
         present = {label: table[key] for label, *row in rows if (key := (task, *row)) in table}
         common = sorted(set.intersection(*(set(by_pair) for by_pair in present.values()))) if present else []
         return {label: np.array([by_pair[p] for p in common], dtype=float) for label, by_pair in present.items()}
@@ -162,6 +162,7 @@ class Outcomes:
     def reported(self, direction: str, task: str, metric: str, variant: str) -> Estimate | None:
         """The run's own estimate of one row in one measure (clustered as the run resampled it, the figure the
         report and the board show); None when the files lack it or no pair was scored."""
+        self._table(direction)
         entry = self.entries.get((task, metric, variant))
         of = "d_sym_" if direction == "D_sym" else ""
         value = None if entry is None else entry.get("d_sym" if of else "diagnosticity")
@@ -169,6 +170,12 @@ class Outcomes:
             return None
         fields = ("ci_low", "ci_high", "p_value", "p_ttest", "n", "n_valid", "n_nan")
         return Estimate(value, *(entry[of + name] for name in fields))
+
+    def _table(self, direction: str) -> Mapping[tuple[str, str, str], Mapping[str, float]]:
+        """The per-pair outcomes in one measure, `D` or `D_sym`."""
+        if direction not in DIRECTIONS:
+            raise ValueError(f"a measure is one of {', '.join(DIRECTIONS)}, got {direction!r}")
+        return self.d if direction == "D" else self.d_sym
 
     @property
     def tasks(self) -> tuple[str, ...]:

@@ -158,6 +158,16 @@ def test_copeland_ranks_the_winner_first_in_both_measures_only_when_it_wins_both
     assert max(biased.items(), key=lambda kv: kv[1])[0] != "Filler Tokens"
 
 
+def test_copeland_over_two_tasks_sums_each_tasks_own_and_a_measure_other_than_d_or_d_sym_is_refused():
+    one, other = document("factcheck"), document("multihop", text_preferring_filler=True)
+    both = outcomes([one, other])
+    for measure in ("D", "D_sym"):
+        apart = [copeland_ranking(outcomes([doc]), measure) for doc in (one, other)]
+        assert copeland_ranking(both, measure) == {k: apart[0].get(k, 0) + apart[1].get(k, 0) for k in apart[0]}
+    with pytest.raises(ValueError, match="D, D_sym"):
+        copeland_ranking(both, "d")
+
+
 def test_files_of_one_model_merge_by_task_and_a_repeated_pair_or_a_second_model_is_refused():
     merged = outcomes([document("multihop"), document("factcheck")])
     assert merged.tasks == ("factcheck", "multihop")
