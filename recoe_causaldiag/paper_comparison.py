@@ -135,6 +135,13 @@ DIRECTIONS = ("D", "D_sym")
 """The two measures every claim is checked on: the paper's one direction, and both directions averaged."""
 
 
+def _measure(direction: str) -> str:
+    """`direction` itself when it names a measure (`D` or `D_sym`); anything else is refused."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"a measure is one of {', '.join(DIRECTIONS)}, got {direction!r}")
+    return direction
+
+
 @dataclass(frozen=True)
 class Outcomes:
     """One model's per-pair outcomes, by (task, metric, variant) and then pair id, in both measures, and the run's
@@ -162,9 +169,8 @@ class Outcomes:
     def reported(self, direction: str, task: str, metric: str, variant: str) -> Estimate | None:
         """The run's own estimate of one row in one measure (clustered as the run resampled it, the figure the
         report and the board show); None when the files lack it or no pair was scored."""
-        self._table(direction)
         entry = self.entries.get((task, metric, variant))
-        of = "d_sym_" if direction == "D_sym" else ""
+        of = "d_sym_" if _measure(direction) == "D_sym" else ""
         value = None if entry is None else entry.get("d_sym" if of else "diagnosticity")
         if value is None or math.isnan(value):
             return None
@@ -173,9 +179,7 @@ class Outcomes:
 
     def _table(self, direction: str) -> Mapping[tuple[str, str, str], Mapping[str, float]]:
         """The per-pair outcomes in one measure, `D` or `D_sym`."""
-        if direction not in DIRECTIONS:
-            raise ValueError(f"a measure is one of {', '.join(DIRECTIONS)}, got {direction!r}")
-        return self.d if direction == "D" else self.d_sym
+        return self.d if _measure(direction) == "D" else self.d_sym
 
     @property
     def tasks(self) -> tuple[str, ...]:
