@@ -159,8 +159,8 @@ def ablation_markdown(cells: Sequence[AblationCell], tests: Sequence[Comparison]
         "## Edits: quality and reliability",
         "",
         "| cell | task | efficacy | counter efficacy | generalisation | specificity | failed / n | edit reliability | "
-        "two-sided | no edits | pairs kept (generated) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "counter edits | two-sided | no edits | pairs kept (generated) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for cell in cells:
         doc = cell.document
@@ -175,7 +175,8 @@ def ablation_markdown(cells: Sequence[AblationCell], tests: Sequence[Comparison]
                 f"| {cell.name} | {task} | {format_number(q.get('efficacy'))} | "
                 f"{format_number(q.get('counter_efficacy'))} | {format_number(q.get('generalisation'))} | "
                 f"{format_number(q.get('specificity'))} | {failed} | "
-                f"{format_number(reliability['value'])} | {format_number(reliability.get('two_sided'))} | "
+                f"{format_number(reliability['value'])} | {format_number(reliability.get('counter'))} | "
+                f"{format_number(reliability.get('two_sided'))} | "
                 f"{format_number(reliability.get('no_edit'))} | {generated} |"
             )
     total = sum(c.seconds for c in cells)
@@ -192,8 +193,8 @@ def ablation_markdown(cells: Sequence[AblationCell], tests: Sequence[Comparison]
         "(counter: the contrast model's); generalisation: the same on the rewrites' paraphrased prompts; "
         "specificity: share of other subjects' rewrite prompts whose top next token "
         "the edit left unchanged. Edit reliability: share of pairs whose faithful explanation has the lower "
-        "perplexity under the edits (two-sided: and the unfaithful one under the counter edits; no edits: what the "
-        "text alone prefers).",
+        "perplexity under the edits (counter edits: the unfaithful one under the counter edits; two-sided: both; no "
+        "edits: what the text alone prefers).",
     ]
     return "\n".join(lines) + "\n"
 

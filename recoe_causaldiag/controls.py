@@ -73,11 +73,13 @@ def _figure(name: str, estimate: Estimate | None) -> dict[str, Any]:
 
 def reliability_entry(task: str, rows: Sequence[PairControlRow], estimate: Estimator) -> dict[str, Any]:
     """The task's edit reliability: `value` (with `ci_low`, `ci_high`, `n`) the share of pairs whose faithful
-    explanation has the lower perplexity under the edits; `two_sided` the share where, besides, the unfaithful one
-    has the lower perplexity under the counter edits (None where the roles cannot be swapped); `no_edit` the share
-    where the faithful one has the lower perplexity with no edits (what the text alone prefers: a control that
-    should sit near 0.5)."""
+    explanation has the lower perplexity under the edits; `counter` the share whose unfaithful one has the lower
+    perplexity under the counter edits (the same for the swapped direction, which D_swap rests on); `two_sided` the
+    share where both hold (chance is 0.25 when each side is a coin flip, 0 when the text alone decides); `counter`
+    and `two_sided` are None where the roles cannot be swapped. `no_edit` the share where the faithful one has the
+    lower perplexity with no edits (what the text alone prefers: a control that should sit near 0.5)."""
     one_sided = estimate([r.edit_preferred for r in rows])
+    counter = [r.counter_preferred for r in rows]
     two_sided = [r.both_ways_preferred for r in rows]
     return {
         "task": task,
@@ -85,6 +87,7 @@ def reliability_entry(task: str, rows: Sequence[PairControlRow], estimate: Estim
         "ci_low": one_sided.ci_low,
         "ci_high": one_sided.ci_high,
         "n": one_sided.n_valid,
+        **_figure("counter", None if None in counter else estimate(counter)),
         **_figure("two_sided", None if None in two_sided else estimate(two_sided)),
         **_figure("no_edit", estimate([r.no_edit_preferred for r in rows])),
     }

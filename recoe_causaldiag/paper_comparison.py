@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
@@ -151,6 +151,8 @@ class Outcomes:
     d: Mapping[tuple[str, str, str], Mapping[str, float]]
     d_sym: Mapping[tuple[str, str, str], Mapping[str, float]]
     entries: Mapping[tuple[str, str, str], Mapping[str, Any]]
+    edits: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
+    """Each task's edit reliability entries (SPEC §8), one per results file that holds the task."""
 
     def of(self, direction: str, task: str, metric: str, variant: str) -> np.ndarray | None:
         """The per-pair outcomes of one row in one measure, in pair-id order; None when the files lack the row (or,
@@ -197,7 +199,10 @@ def outcomes(documents: Sequence[Mapping[str, Any]]) -> Outcomes:
     d: dict[tuple[str, str, str], dict[str, float]] = {}
     d_sym: dict[tuple[str, str, str], dict[str, float]] = {}
     entries: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+    edits: dict[str, list[Mapping[str, Any]]] = {}
     for doc in documents:
+        for reliability in doc.get("edit_reliability", ()):
+            edits.setdefault(reliability["task"], []).append(reliability)
         for row in map(PairScoreRow.from_json, doc["pairs"]):
             key = (row.task, row.metric, row.variant)
             if row.pair_id in d.get(key, {}):
@@ -210,7 +215,7 @@ def outcomes(documents: Sequence[Mapping[str, Any]]) -> Outcomes:
             if key in entries:
                 raise ValueError(f"the result of {' · '.join(key)} appears in more than one results file")
             entries[key] = entry
-    return Outcomes(models.pop(), d, d_sym, entries)
+    return Outcomes(models.pop(), d, d_sym, entries, edits)
 
 
 def _described(estimate: Estimate | None) -> str:
@@ -385,6 +390,39 @@ def _our_ranking(results: Outcomes, direction: str) -> str:
     )
 
 
+EDIT_FIGURES = (
+    ("value", "under the edits (D rests on it)"),
+    ("counter", "under the counter edits (D_swap)"),
+    ("two_sided", "both (two-sided)"),
+    ("no_edit", "no edits (the text alone)"),
+)
+"""The edit reliability figures of a results file (key, column), as `controls.reliability_entry` writes them."""
+
+
+def _edit_figure(entry: Mapping[str, Any], key: str) -> str:
+    """'0.780 [0.689, 0.850]', or 'n/a' where the file lacks the figure."""
+    low, high = ("ci_low", "ci_high") if key == "value" else (f"{key}_ci_low", f"{key}_ci_high")
+    values = [entry.get(name) for name in (key, low, high)]
+    if any(v is None or math.isnan(v) for v in values):
+        return "n/a"
+    return f"{values[0]:.3f} [{values[1]:.3f}, {values[2]:.3f}]"
+
+
+def edits_rows(results: Outcomes) -> list[str]:
+    """Markdown: per task of the comparison, the share of pairs on which the evaluated model follows each edit set,
+    which every D (the edits) and D_swap (the counter edits) here rests on; a row per results file holding the task
+    (e.g. a costly metric run on a subset of the pairs in a file of its own)."""
+    lines = [
+        f"| task | {' | '.join(column for _, column in EDIT_FIGURES)} | n |",
+        "|---|" + "---|" * (len(EDIT_FIGURES) + 1),
+    ]
+    for task in results.tasks:
+        for entry in results.edits.get(task, ()):
+            figures = " | ".join(_edit_figure(entry, key) for key, _ in EDIT_FIGURES)
+            lines.append(f"| {task} | {figures} | {entry.get('n', 'n/a')} |")
+    return lines
+
+
 def comparison_page(results: Outcomes) -> str:
     """Markdown: Table 1's cells beside ours, each finding of the paper checked task by task in D and D_sym, and
     both Copeland rankings."""
@@ -397,6 +435,19 @@ def comparison_page(results: Outcomes) -> str:
     if (note := caveat(results.model)) is not None:
         lines += ["", note]
     lines += ["", "## Table 1, cell by cell", "", *table_1_rows(results)]
+    if any(task in results.edits for task in results.tasks):
+        lines += [
+            "",
+            "## The edits each measure rests on",
+            "",
+            *edits_rows(results),
+            "",
+            "The share of pairs whose faithful explanation the evaluated model finds the likelier under the edits "
+            "(whose unfaithful one under the counter edits; both at once; with no edits). A diagnosticity in a "
+            "direction whose edits the model does not follow measures the text, not faithfulness. Two-sided: 0.25 if "
+            "each side were a coin flip, 0 if the text alone decided. n/a: roles not swapped, or a results file "
+            "from before the counter-edit figure (schema 1.7).",
+        ]
     lines += ["", "## The paper's findings, task by task", ""]
     lines += ["| claim | task | measure | ours | verdict |", "|---|---|---|---|---|"]
     lines += [f"| {v.claim} | {v.task} | {v.direction} | {v.ours} | {v.word} |" for v in verdicts(results)]

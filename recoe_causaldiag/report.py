@@ -104,23 +104,26 @@ def _diagnosticity_section(doc: Mapping[str, Any]) -> list[str]:
 
 
 def _reliability_section(doc: Mapping[str, Any]) -> list[str]:
-    """Edit reliability (§5.3) one-sided, two-sided and with no edits in context."""
+    """Edit reliability (§5.3) under the edits, under the counter edits, both ways, and with no edits in context."""
+    figures = ("counter", "two_sided", "no_edit")
     lines = [
-        "| task | edit reliability | 95% CI | two-sided | 95% CI | no edits | 95% CI | n |",
-        "|---|---|---|---|---|---|---|---|",
+        "| task | edit reliability | 95% CI | counter edits | 95% CI | two-sided | 95% CI | no edits | 95% CI | n |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     lines += [
-        f"| {e['task']} | {format_number(e['value'])} | {_interval(e)} | {format_number(e.get('two_sided'))} | "
-        f"{_interval_of(e, 'two_sided')} | {format_number(e.get('no_edit'))} | {_interval_of(e, 'no_edit')} | "
-        f"{e['n']} |"
+        f"| {e['task']} | {format_number(e['value'])} | {_interval(e)} | "
+        + "".join(f"{format_number(e.get(name))} | {_interval_of(e, name)} | " for name in figures)
+        + f"{e['n']} |"
         for e in doc["edit_reliability"]
     ]
     return lines + [
         "",
-        "Edit reliability: share of pairs whose faithful explanation has the lower perplexity under the edits. "
-        "Two-sided: besides, the unfaithful one has the lower perplexity under the counter edits (n/a where the "
-        "roles cannot be swapped). No edits: the faithful one has the lower perplexity with no edit in context, "
-        "what the text alone prefers; near 0.5 when the preference comes from the edits (the control on Analogy).",
+        "Edit reliability: share of pairs whose faithful explanation has the lower perplexity under the edits (what "
+        "D rests on). Counter edits: share whose unfaithful one has the lower perplexity under the counter edits (the "
+        "same for the swapped roles, what D_swap rests on; absent from results files before schema 1.7). Two-sided: "
+        "both at once; 0.25 if each side were a coin flip, 0 if the text alone decided. n/a where the roles cannot "
+        "be swapped. No edits: the faithful one has the lower perplexity with no edit in context, what the text alone "
+        "prefers; near 0.5 when the preference comes from the edits (the control on Analogy).",
     ]
 
 
@@ -221,12 +224,14 @@ def _bars(doc: Mapping[str, Any]) -> list[tuple[str, str, float | None, float | 
 
 
 def _control_bars(doc: Mapping[str, Any]) -> list[tuple[str, float | None, float | None, float | None]]:
-    """(label, value, CI low, CI high) of the model-side controls: edit reliability, then task accuracy direct and
-    CoT, per task."""
-    rows = [
-        (f"{e['task']} · edit reliability (n {e['n']})", e["value"], e["ci_low"], e["ci_high"])
-        for e in doc["edit_reliability"]
-    ]
+    """(label, value, CI low, CI high) of the model-side controls: edit reliability (and, where the roles were
+    swapped, under the counter edits), then task accuracy direct and CoT, per task."""
+    rows = []
+    for e in doc["edit_reliability"]:
+        rows.append((f"{e['task']} · edit reliability (n {e['n']})", e["value"], e["ci_low"], e["ci_high"]))
+        if not is_missing(e.get("counter")):
+            label = f"{e['task']} · edit reliability, counter edits (n {e['counter_n']})"
+            rows.append((label, e["counter"], e["counter_ci_low"], e["counter_ci_high"]))
     rows += [
         (f"{a['task']} · accuracy, {form} (n {a.get(f'{key}_n')})", a[key], a[f"{key}_ci_low"], a[f"{key}_ci_high"])
         for a in doc.get("accuracy") or []

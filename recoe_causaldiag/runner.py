@@ -35,7 +35,7 @@ from .scoring import ScoringEngine
 from .statistics import Estimate, diagnosticity_from_d, holm
 from .task_pairs import TaskPairs, iter_task_pairs
 
-SCHEMA_VERSION = "1.6"
+SCHEMA_VERSION = "1.7"
 """1.1: per-pair rows name their pair `pair_id` (1.0: `id`, still read) and `run_spec` is resolved to what ran.
 1.2: model-side controls: swapped-roles statistics (`d_swap…`, `d_sym…`) in results and per-pair rows, two-sided and
 no-edit edit reliability, task `accuracy`, per-pair `pair_controls`; `p_value` is the exact sign test (1.0-1.1: the
@@ -46,7 +46,10 @@ task (pairs kept where both edited models answer alike).
 1.4: edit quality's `generalisation` (on the rewrites' paraphrased prompts) per task and pair; the run spec's
 `editor_settings` (a weight editor's resolved layers and value search, and where its defaults come from).
 1.5: the run spec's `metric_defaults` (every metric option the run was not given, at the value it defaulted to), so
-a rerun keeps the budgets that ran when a default changes."""
+a rerun keeps the budgets that ran when a default changes.
+1.6: the model's `parameters` (counted at load) in `model_identity`.
+1.7: edit reliability under the counter edits (`counter`, the swapped direction's own) beside the one- and two-sided
+figures."""
 
 CONTROL_CHECKPOINT_PAIRS = 20
 """Pairs whose controls a checkpointed run computes between two checkpoints of them: an interrupted run loses at most

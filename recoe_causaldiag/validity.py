@@ -128,6 +128,8 @@ def task_checks(task: str, doc: Mapping[str, Any], audit: Audit | None, chance: 
         (reliability, "no_edit", "no-edit preference", "95% CI contains 0.5: with no edits the text decides nothing",
          contains(0.5)),
         (reliability, "value", "edit reliability, one-sided", "above 0.5: the edits move the model", above(0.5)),
+        (reliability, "counter", "edit reliability, counter edits",
+         "above 0.5: the counter edits move the model (what the swapped roles rest on)", above(0.5)),
         (reliability, "two_sided", "edit reliability, two-sided",
          "above 0.25: both edit sets move the model (a preference for one text scores 0)", above(0.25)),
         (accuracy, "direct", "accuracy of the edited model, direct", f"above chance ({chance:.2f})", above(chance)),
@@ -202,8 +204,9 @@ READING_GUIDE = (
     "How to read a ✘: an artifact probe outside the band means a metric can win that task from the text alone "
     "(fix the builder, not the metric); a no-edit preference away from 0.5 means the evaluated model prefers one "
     "explanation without the edits (world knowledge or template), so likelihood-based metrics are inflated or "
-    "deflated there; a one- or two-sided edit reliability at chance means the edits do not reach the model, so "
-    "diagnosticity on that task measures the text, not faithfulness; accuracy at chance means the edited model "
+    "deflated there; an edit reliability at chance (under the edits or the counter edits; two-sided: at 0.25 or "
+    "below) means that edit set does not reach the model, so diagnosticity in that direction measures the text, "
+    "not faithfulness; accuracy at chance means the edited model "
     "does not give the answer both explanations support; an oracle well below 1 or a random scorer off 0.5 means the "
     "pipeline or the statistics are broken. A ? is a figure whose 95% CI is still too wide to tell: run more pairs "
     "(--limit). Figures on tiny models show that the checks run, not how a capable "

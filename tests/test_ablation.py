@@ -35,7 +35,7 @@ def cell(editor: str, explanations: str, d: list[float], seconds: float = 1.0) -
             | {"score_faithful": value, "score_unfaithful": 0.5, "d": value}
             for i, value in enumerate(d)
         ],
-        "edit_reliability": [{"task": "factcheck", "value": 0.75, "two_sided": 0.5, "no_edit": 0.5}],
+        "edit_reliability": [{"task": "factcheck", "value": 0.75, "counter": 0.625, "two_sided": 0.5, "no_edit": 0.5}],
         "edit_quality": []
         if editor == "ice"
         else [
@@ -81,7 +81,7 @@ def test_the_page_shows_every_cell_its_tests_edit_quality_and_cost(tmp_path):
     page, figure = write_ablation(cells, tmp_path)
     text = page.read_text()
     assert "| factcheck | filler_tokens | repeating-dots-binary | 0.667 [0.567, 0.767] | 1.000 [0.900, 1.100] |" in text
-    assert "| ice · synthetic | factcheck | n/a | n/a | n/a | n/a | n/a (in context) | 0.750 |" in text
+    assert "| ice · synthetic | factcheck | n/a | n/a | n/a | n/a | n/a (in context) | 0.750 | 0.625 | 0.500 |" in text
     assert "| rome · synthetic | factcheck | 1.000 | 0.900 | 0.500 | 1.000 | 1 / 12 | 0.750 |" in text
     assert "| all | 7 |" in text and "tiny model" in text
     assert figure.stat().st_size > 0

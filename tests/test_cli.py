@@ -174,16 +174,19 @@ def test_run_on_the_default_model_end_to_end(tmp_path):
     assert reliability["task"] == accuracy["task"] == "factcheck" and reliability["n"] == len(controls) == 8
     faithful_preferred = [c["ppl_faithful"] < c["ppl_unfaithful"] for c in controls]
     assert reliability["value"] == np.mean(faithful_preferred)
-    assert reliability["two_sided"] == np.mean(
-        [f and c["ppl_unfaithful_counter"] < c["ppl_faithful_counter"] for f, c in zip(faithful_preferred, controls)]
-    )
+    counter_preferred = [c["ppl_unfaithful_counter"] < c["ppl_faithful_counter"] for c in controls]
+    assert reliability["counter"] == np.mean(counter_preferred)
+    assert reliability["two_sided"] == np.mean([f and c for f, c in zip(faithful_preferred, counter_preferred)])
     no_edit_preferred = [c["ppl_faithful_no_edit"] < c["ppl_unfaithful_no_edit"] for c in controls]
     assert reliability["no_edit"] == np.mean(no_edit_preferred)
     assert accuracy["direct"] == np.mean([c["direct_answer"] == c["answer"] for c in controls])
     assert accuracy["cot"] == np.mean([c["cot_answer"] == c["answer"] for c in controls])
     table = out.with_suffix(".md").read_text()
     assert "| factcheck | filler_tokens | repeating-dots-continuous |" in table and "tiny model" in table
-    assert "| task | edit reliability | 95% CI | two-sided |" in table and "| task | accuracy direct |" in table
+    assert (
+        "| task | edit reliability | 95% CI | counter edits | 95% CI | two-sided |" in table
+        and "| task | accuracy direct |" in table
+    )
     assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -15,9 +15,11 @@ from recoe_causaldiag.api import Instance, Metric, RunSpec, symmetric_counterfac
 from recoe_causaldiag.api.metric import METRICS
 from recoe_causaldiag.api.rows import PairControlRow, PairScoreRow
 from recoe_causaldiag.api.run_spec import DatasetIdentity, ModelIdentity
+from recoe_causaldiag.controls import reliability_entry
 from recoe_causaldiag.prompts import COT_ANSWER_PROMPT, Prompt
 from recoe_causaldiag.report import write_results
 from recoe_causaldiag.runner import ScoredRun, score_task
+from recoe_causaldiag.statistics import diagnosticity_from_d
 from recoe_causaldiag.task_pairs import TaskPairs
 from recoe_causaldiag.tasks.analogy import build_analogy
 from recoe_causaldiag.tasks.factcheck import build_factcheck
@@ -156,7 +158,7 @@ def test_per_pair_rows_reproduce_every_figure_of_the_results_file(factcheck, ana
     ran = run_spec.resolved(identity, [task.dataset for task in tasks], "test")
     write_results(ScoredRun(ran, tasks).document(), tmp_path / "r.json")
     doc = json.loads((tmp_path / "r.json").read_text())
-    assert doc["schema_version"] == "1.6" and doc["run_spec"]["swap"] is True
+    assert doc["schema_version"] == "1.7" and doc["run_spec"]["swap"] is True
 
     rows = [PairScoreRow.from_json(r) for r in doc["pairs"]]
     assert [r.to_json() for r in rows] == doc["pairs"]
@@ -183,10 +185,13 @@ def test_per_pair_rows_reproduce_every_figure_of_the_results_file(factcheck, ana
         assert entry["no_edit_ci_low"] <= entry["no_edit"] <= entry["no_edit_ci_high"]
     factcheck_reliability, analogy_reliability = doc["edit_reliability"]
     # the scripted model follows the edits both ways on FactCheck; with no edits it prefers the shorter text
-    assert factcheck_reliability["value"] == factcheck_reliability["two_sided"] == 1.0
+    assert (
+        factcheck_reliability["value"] == factcheck_reliability["counter"] == factcheck_reliability["two_sided"] == 1.0
+    )
     shorter_faithful = [len(p.explanation_faithful) < len(p.explanation_unfaithful) for p in factcheck.pairs]
     assert factcheck_reliability["no_edit"] == np.mean(shorter_faithful)
-    assert analogy_reliability["two_sided"] is None and "ppl_faithful_counter" not in doc["pair_controls"][N]
+    assert analogy_reliability["two_sided"] is analogy_reliability["counter"] is None
+    assert "ppl_faithful_counter" not in doc["pair_controls"][N]
     odd = [len(p.explanation_faithful) % 2 == 1 for p in factcheck.pairs]  # the CoT answers "No" (the answer)
     assert doc["accuracy"][0] | {"direct": 1.0, "cot": np.mean(odd)} == doc["accuracy"][0]
 
@@ -239,3 +244,32 @@ def test_control_rows_round_trip_and_count_ties_as_not_preferred():
     both = dataclasses.replace(row, ppl_faithful=1.0, ppl_faithful_counter=4.0, ppl_unfaithful_counter=3.0)
     assert both.both_ways_preferred == 1.0 and PairControlRow.from_json(both.to_json()) == both
     assert np.isnan(dataclasses.replace(both, ppl_unfaithful_counter=float("nan")).both_ways_preferred)
+
+
+def control_row(edits_prefer_faithful: bool, counter_prefers_unfaithful: bool) -> PairControlRow:
+    """A pair's controls in which the edits and the counter edits each decide one way or the other."""
+    faithful, unfaithful = (1.0, 2.0) if edits_prefer_faithful else (2.0, 1.0)
+    faithful_counter, unfaithful_counter = (2.0, 1.0) if counter_prefers_unfaithful else (1.0, 2.0)
+    return PairControlRow("p", "factcheck", faithful, unfaithful, faithful_counter, unfaithful_counter, 1.0, 2.0,
+                          "No", "No", "No")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("sides", "figures"),
+    [
+        # each edit set followed in three of four pairs, failing on different pairs: both ways in half of them
+        ([(True, True), (True, False), (False, True), (True, True)], (0.75, 0.75, 0.5)),
+        # a text preference: the faithful text wins under both edit sets, so the swapped direction never follows
+        ([(True, False)] * 4, (1.0, 0.0, 0.0)),
+    ],
+)
+def test_counter_reliability_is_the_swapped_directions_own_share(sides, figures):
+    entry = reliability_entry("factcheck", [control_row(*s) for s in sides], diagnosticity_from_d)
+    assert (entry["value"], entry["counter"], entry["two_sided"]) == figures
+    assert entry["counter_n"] == len(sides) and entry["counter_ci_low"] <= entry["counter"] <= entry["counter_ci_high"]
+
+
+def test_counter_reliability_is_absent_where_the_roles_cannot_be_swapped():
+    row = dataclasses.replace(control_row(True, True), ppl_faithful_counter=None, ppl_unfaithful_counter=None)
+    entry = reliability_entry("analogy", [row], diagnosticity_from_d)
+    assert row.counter_preferred is None and entry["counter"] is entry["counter_ci_low"] is entry["counter_n"] is None

@@ -216,3 +216,28 @@ def test_the_command_writes_the_page_and_refuses_what_is_not_a_results_file(tmp_
     assert "not a results file" in capsys.readouterr().err
     assert cli.main(["compare-paper", str(path), "--out", str(tmp_path / "no" / "such" / "page.md")]) == 2
     assert "cannot be written" in capsys.readouterr().err
+
+
+def test_the_page_shows_the_edits_each_measure_rests_on_once_per_file_holding_the_task():
+    doc = document("object_counting")
+    doc["edit_reliability"] = [
+        {"task": "object_counting", "value": 0.78, "ci_low": 0.689, "ci_high": 0.85, "n": 100}
+        | {"counter": 0.8, "counter_ci_low": 0.711, "counter_ci_high": 0.867}
+        | {"two_sided": 0.58, "two_sided_ci_low": 0.482, "two_sided_ci_high": 0.672}
+        | {"no_edit": 0.51, "no_edit_ci_low": 0.413, "no_edit_ci_high": 0.606}
+    ]
+    older = document("factcheck")  # schema 1.6: no counter-edit figure
+    older["edit_reliability"] = [{"task": "factcheck", "value": 1.0, "ci_low": 0.963, "ci_high": 1.0, "n": 100}]
+    page = comparison_page(outcomes([older, doc]))
+    assert "## The edits each measure rests on" in page
+    assert (
+        "| object_counting | 0.780 [0.689, 0.850] | 0.800 [0.711, 0.867] | 0.580 [0.482, 0.672] | "
+        "0.510 [0.413, 0.606] | 100 |" in page
+    )
+    assert "| factcheck | 1.000 [0.963, 1.000] | n/a | n/a | n/a | 100 |" in page
+    assert page.index("| factcheck | 1.000") < page.index("| object_counting | 0.780")
+    assert "## The edits each measure rests on" not in comparison_page(outcomes([document()]))
+    subset = {"model": {"name": "some-model"}, "pairs": [], "results": []}  # e.g. CC-SHAP on 20 of the pairs
+    subset["edit_reliability"] = [doc["edit_reliability"][0] | {"n": 20}]
+    page = comparison_page(outcomes([doc, subset]))
+    assert page.count("| object_counting | 0.780 [0.689, 0.850] |") == 2 and "0.510 [0.413, 0.606] | 20 |" in page

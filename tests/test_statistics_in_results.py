@@ -105,12 +105,14 @@ def test_the_figure_is_dots_and_whiskers_around_chance_with_empty_rows_and_contr
             | {"cot": 0.7, "cot_ci_low": 0.55, "cot_ci_high": 0.82, "cot_n": 40}
         ],
     }
+    doc["edit_reliability"][0] |= {"counter": 0.8, "counter_ci_low": 0.65, "counter_ci_high": 0.9, "counter_n": 40}
     figure, vector = plot(doc, tmp_path / "r.png")
     top, bottom = run_figure(doc).axes
     assert [t.get_text() for t in top.get_yticklabels()][1].startswith("factcheck · silent · v · D · coverage 0.00")
     assert "no scored pairs" in [t.get_text() for t in top.texts]
     assert [t.get_text() for t in bottom.get_yticklabels()] == [
         "factcheck · edit reliability (n 40)",
+        "factcheck · edit reliability, counter edits (n 40)",
         "factcheck · accuracy, direct (n 40)",
         "factcheck · accuracy, CoT (n 40)",
     ]

@@ -29,7 +29,7 @@ def _result(metric, d_sym, low, high):
     }
 
 
-def _doc(random_ci=(0.40, 0.62), no_edit=(0.5, 0.35, 0.65), two_sided=(0.6, 0.45, 0.74)):
+def _doc(random_ci=(0.40, 0.62), no_edit=(0.5, 0.35, 0.65), counter=(0.75, 0.6, 0.86), two_sided=(0.6, 0.45, 0.74)):
     """A results document of one task whose figures are chosen by the test."""
     return {
         "model": {"name": "smollm2-135m-instruct"},
@@ -42,6 +42,7 @@ def _doc(random_ci=(0.40, 0.62), no_edit=(0.5, 0.35, 0.65), two_sided=(0.6, 0.45
                 "ci_low": 0.66,
                 "ci_high": 0.9,
                 "n": 40,
+                **_share("counter", *counter),
                 **_share("two_sided", *two_sided),
                 **_share("no_edit", *no_edit),
             }
@@ -68,6 +69,7 @@ def test_every_check_judges_its_own_figure():
     assert checks["artifact probes"].mark == HOLDS
     assert checks["no-edit preference"].mark == HOLDS
     assert checks["edit reliability, one-sided"].mark == HOLDS
+    assert checks["edit reliability, counter edits"].mark == HOLDS
     assert checks["edit reliability, two-sided"].mark == HOLDS
     assert checks["accuracy of the edited model, direct"].mark == INCONCLUSIVE, "CI 0.30-0.60 straddles chance"
     assert checks["accuracy of the edited model, CoT"].mark == HOLDS
@@ -79,21 +81,26 @@ def test_every_check_judges_its_own_figure():
 
 
 def test_a_text_preference_a_biased_random_scorer_and_a_failing_probe_are_caught():
-    doc = _doc(random_ci=(0.52, 0.7), no_edit=(0.9, 0.77, 0.96), two_sided=(0.1, 0.04, 0.23))
+    doc = _doc(
+        random_ci=(0.52, 0.7), no_edit=(0.9, 0.77, 0.96), counter=(0.12, 0.05, 0.26), two_sided=(0.1, 0.04, 0.23)
+    )
     audit = _audit(_probe(0.52, 0.45, 0.59, PASS), _probe(1.0, 0.99, 1.0, FAIL, "tokens[x]"))
     checks = _by_what(task_checks("factcheck", doc, audit, chance=0.5))
     assert checks["artifact probes"].mark == BROKEN and checks["artifact probes"].value == 1.0
     assert "tokens[x]" in next(c.what for c in task_checks("factcheck", doc, audit, 0.5) if c.what.startswith("art"))
     assert checks["no-edit preference"].mark == BROKEN
+    assert checks["edit reliability, counter edits"].mark == BROKEN
     assert checks["edit reliability, two-sided"].mark == BROKEN
     assert checks["random_baseline"].mark == BROKEN
 
 
 def test_missing_figures_and_too_few_pairs_are_not_judged():
     doc = _doc()
-    doc["edit_reliability"][0] |= {"two_sided": None, "two_sided_ci_low": None, "two_sided_ci_high": None}
+    for name in ("counter", "two_sided"):  # roles not swapped, or (counter) a results file before schema 1.7
+        doc["edit_reliability"][0] |= {name: None, f"{name}_ci_low": None, f"{name}_ci_high": None}
     checks = _by_what(task_checks("factcheck", doc, None, chance=0.5))
     assert checks["edit reliability, two-sided"].mark == UNJUDGED and "artifact probes" not in checks
+    assert checks["edit reliability, counter edits"].mark == UNJUDGED
     assert probe_check(_audit(_probe(0.5, 0.3, 0.7, TOO_FEW)), "factcheck").mark == UNJUDGED
     mixed = probe_check(_audit(_probe(0.5, 0.3, 0.7, TOO_FEW, "numbers"), _probe(0.52, 0.45, 0.59, PASS)), "factcheck")
     assert mixed.mark == HOLDS and "1 on too few pairs to judge" in mixed.what
@@ -104,11 +111,11 @@ def test_the_page_counts_what_holds_and_the_plot_is_written(tmp_path):
     page = report.markdown()
     assert page.startswith("# Validity report: `smollm2-135m-instruct`")
     assert (
-        f"8 checks on 1 task (40 pairs per task, seed 0, datasets {DATASET_VERSION}): 7 hold ✔, 0 do not ✘, "
+        f"9 checks on 1 task (40 pairs per task, seed 0, datasets {DATASET_VERSION}): 8 hold ✔, 0 do not ✘, "
         "1 inconclusive" in page
     )
     assert "tiny model" in page
-    assert page.count("| factcheck |") == 8 and "| factcheck | no-edit preference | 0.500 [0.350, 0.650] |" in page
+    assert page.count("| factcheck |") == 9 and "| factcheck | no-edit preference | 0.500 [0.350, 0.650] |" in page
     report.plot(tmp_path / "v.png")
     assert (tmp_path / "v.png").read_bytes()[:4] == b"\x89PNG"
 

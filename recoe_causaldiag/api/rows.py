@@ -144,12 +144,20 @@ class PairControlRow:
         return _lower(self.ppl_faithful, self.ppl_unfaithful)
 
     @property
+    def counter_preferred(self) -> float | None:
+        """1 when the unfaithful explanation has the lower perplexity under the counter edits (the swapped
+        direction's own edit reliability), else 0; NaN if unscored, None where the roles cannot be swapped."""
+        if self.ppl_faithful_counter is None or self.ppl_unfaithful_counter is None:
+            return None
+        return _lower(self.ppl_unfaithful_counter, self.ppl_faithful_counter)
+
+    @property
     def both_ways_preferred(self) -> float | None:
         """1 when the edits prefer the faithful explanation and the counter edits the unfaithful one, else 0; NaN
         if unscored, None where the roles cannot be swapped."""
-        if self.ppl_faithful_counter is None or self.ppl_unfaithful_counter is None:
+        counter = self.counter_preferred
+        if counter is None:
             return None
-        counter = _lower(self.ppl_unfaithful_counter, self.ppl_faithful_counter)
         return math.nan if math.isnan(counter) else self.edit_preferred * counter
 
     @property
