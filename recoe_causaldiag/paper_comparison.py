@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
@@ -151,7 +151,7 @@ class Outcomes:
     d: Mapping[tuple[str, str, str], Mapping[str, float]]
     d_sym: Mapping[tuple[str, str, str], Mapping[str, float]]
     entries: Mapping[tuple[str, str, str], Mapping[str, Any]]
-    edits: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
+    edits: Mapping[str, Sequence[Mapping[str, Any]]]
     """Each task's edit reliability entries (SPEC §8), one per results file that holds the task."""
 
     def of(self, direction: str, task: str, metric: str, variant: str) -> np.ndarray | None:
@@ -446,7 +446,7 @@ def comparison_page(results: Outcomes) -> str:
             "(whose unfaithful one under the counter edits; both at once; with no edits). A diagnosticity in a "
             "direction whose edits the model does not follow measures the text, not faithfulness. Two-sided: 0.25 if "
             "each side were a coin flip, 0 if the text alone decided. n/a: roles not swapped, or a results file "
-            "from before the counter-edit figure (schema 1.7).",
+            "from before the figure (schema 1.7 for the counter edits, 1.2 for two-sided and no edits).",
         ]
     lines += ["", "## The paper's findings, task by task", ""]
     lines += ["| claim | task | measure | ours | verdict |", "|---|---|---|---|---|"]

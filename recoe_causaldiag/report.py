@@ -230,8 +230,8 @@ def _control_bars(doc: Mapping[str, Any]) -> list[tuple[str, float | None, float
     for e in doc["edit_reliability"]:
         rows.append((f"{e['task']} · edit reliability (n {e['n']})", e["value"], e["ci_low"], e["ci_high"]))
         if not is_missing(e.get("counter")):
-            label = f"{e['task']} · edit reliability, counter edits (n {e['counter_n']})"
-            rows.append((label, e["counter"], e["counter_ci_low"], e["counter_ci_high"]))
+            label = f"{e['task']} · edit reliability, counter edits (n {e.get('counter_n')})"
+            rows.append((label, e["counter"], e.get("counter_ci_low"), e.get("counter_ci_high")))
     rows += [
         (f"{a['task']} · accuracy, {form} (n {a.get(f'{key}_n')})", a[key], a[f"{key}_ci_low"], a[f"{key}_ci_high"])
         for a in doc.get("accuracy") or []

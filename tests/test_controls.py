@@ -273,3 +273,10 @@ def test_counter_reliability_is_absent_where_the_roles_cannot_be_swapped():
     row = dataclasses.replace(control_row(True, True), ppl_faithful_counter=None, ppl_unfaithful_counter=None)
     entry = reliability_entry("analogy", [row], diagnosticity_from_d)
     assert row.counter_preferred is None and entry["counter"] is entry["counter_ci_low"] is entry["counter_n"] is None
+
+
+def test_a_counter_edit_tie_is_not_a_preference_and_an_unscored_one_is_nan():
+    tie = dataclasses.replace(control_row(True, True), ppl_faithful_counter=1.5, ppl_unfaithful_counter=1.5)
+    unscored = dataclasses.replace(control_row(True, True), ppl_unfaithful_counter=float("nan"))
+    assert tie.counter_preferred == 0.0 and tie.both_ways_preferred == 0.0
+    assert np.isnan(unscored.counter_preferred) and np.isnan(unscored.both_ways_preferred)

@@ -105,6 +105,9 @@ def test_the_figure_is_dots_and_whiskers_around_chance_with_empty_rows_and_contr
             | {"cot": 0.7, "cot_ci_low": 0.55, "cot_ci_high": 0.82, "cot_n": 40}
         ],
     }
+    older = run_figure(doc).axes[1]  # a results file before schema 1.7: no counter-edit row, and n/a in the table
+    assert not any("counter" in t.get_text() for t in older.get_yticklabels())
+    assert "| factcheck | 1.000 | [0.900, 1.000] | n/a | [n/a, n/a] |" in markdown_table(doc)
     doc["edit_reliability"][0] |= {"counter": 0.8, "counter_ci_low": 0.65, "counter_ci_high": 0.9, "counter_n": 40}
     figure, vector = plot(doc, tmp_path / "r.png")
     top, bottom = run_figure(doc).axes

@@ -101,6 +101,13 @@ def test_missing_figures_and_too_few_pairs_are_not_judged():
     checks = _by_what(task_checks("factcheck", doc, None, chance=0.5))
     assert checks["edit reliability, two-sided"].mark == UNJUDGED and "artifact probes" not in checks
     assert checks["edit reliability, counter edits"].mark == UNJUDGED
+    older = _doc()  # a results file written before schema 1.7 has no counter-edit keys at all
+    older["edit_reliability"][0] = {
+        k: v for k, v in older["edit_reliability"][0].items() if not k.startswith("counter")
+    }
+    assert (
+        _by_what(task_checks("factcheck", older, None, chance=0.5))["edit reliability, counter edits"].mark == UNJUDGED
+    )
     assert probe_check(_audit(_probe(0.5, 0.3, 0.7, TOO_FEW)), "factcheck").mark == UNJUDGED
     mixed = probe_check(_audit(_probe(0.5, 0.3, 0.7, TOO_FEW, "numbers"), _probe(0.52, 0.45, 0.59, PASS)), "factcheck")
     assert mixed.mark == HOLDS and "1 on too few pairs to judge" in mixed.what
