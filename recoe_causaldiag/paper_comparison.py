@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .api.rows import PairScoreRow
+from .api.rows import PairControlRow, PairScoreRow
 from .report import OKABE_ITO, Panel, Reference, caveat, ci_chart, format_p_value
 from .statistics import (
     ALPHA,
@@ -25,6 +25,7 @@ from .statistics import (
     Estimate,
     copeland,
     coverage_aware_d,
+    diagnosticity_from_d,
     wilcoxon_paired,
 )
 
@@ -153,12 +154,23 @@ class Outcomes:
     entries: Mapping[tuple[str, str, str], Mapping[str, Any]]
     edits: Mapping[str, Sequence[Mapping[str, Any]]]
     """Each task's edit reliability entries (SPEC §8), one per results file that holds the task."""
+    edit_driven: Mapping[str, frozenset[str]]
+    """Per task whose files hold both edit sets' per-pair controls: the pairs on which the edits decide both ways
+    (the faithful explanation the likelier under the edits, the unfaithful one under the counter edits)."""
 
     def of(self, direction: str, task: str, metric: str, variant: str) -> np.ndarray | None:
         """The per-pair outcomes of one row in one measure, in pair-id order; None when the files lack the row (or,
         for D_sym, its swapped direction)."""
-        by_pair = self._table(direction).get((task, metric, variant))
+        by_pair = self.by_pair(direction, task, metric, variant)
         return None if by_pair is None else np.array([by_pair[pair] for pair in sorted(by_pair)], dtype=float)
+
+    def by_pair(self, direction: str, task: str, metric: str, variant: str) -> Mapping[str, float] | None:
+        """The per-pair outcomes of one row in one measure, by pair id; None when the files lack the row."""
+        return self._table(direction).get((task, metric, variant))
+
+    def d_sym_pairs(self, task: str) -> frozenset[str]:
+        """The pairs of `task` that some row scored in both directions."""
+        return frozenset(pair for (t, _, _), by_pair in self.d_sym.items() if t == task for pair in by_pair)
 
     def aligned(self, direction: str, task: str, rows: Sequence[tuple[str, str, str]]) -> dict[str, np.ndarray]:
         """The per-pair outcomes of those `rows` (label, metric, variant) the results hold, by label, on the pairs
@@ -200,9 +212,12 @@ def outcomes(documents: Sequence[Mapping[str, Any]]) -> Outcomes:
     d_sym: dict[tuple[str, str, str], dict[str, float]] = {}
     entries: dict[tuple[str, str, str], Mapping[str, Any]] = {}
     edits: dict[str, list[Mapping[str, Any]]] = {}
+    controls: dict[str, list[PairControlRow]] = {}
     for doc in documents:
         for reliability in doc.get("edit_reliability", ()):
             edits.setdefault(reliability["task"], []).append(reliability)
+        for control in map(PairControlRow.from_json, doc.get("pair_controls", ())):
+            controls.setdefault(control.task, []).append(control)
         for row in map(PairScoreRow.from_json, doc["pairs"]):
             key = (row.task, row.metric, row.variant)
             if row.pair_id in d.get(key, {}):
@@ -215,7 +230,12 @@ def outcomes(documents: Sequence[Mapping[str, Any]]) -> Outcomes:
             if key in entries:
                 raise ValueError(f"the result of {' · '.join(key)} appears in more than one results file")
             entries[key] = entry
-    return Outcomes(models.pop(), d, d_sym, entries, edits)
+    edit_driven = {
+        task: frozenset(row.pair_id for row in rows if row.both_ways_preferred == 1)
+        for task, rows in controls.items()
+        if all(row.both_ways_preferred is not None for row in rows)
+    }
+    return Outcomes(models.pop(), d, d_sym, entries, edits, edit_driven)
 
 
 def _described(estimate: Estimate | None) -> str:
@@ -423,6 +443,39 @@ def edits_rows(results: Outcomes) -> list[str]:
     return lines
 
 
+def _partly_edit_driven(results: Outcomes) -> list[str]:
+    """The tasks of the comparison on some of whose scored pairs the edits do not decide both ways."""
+    return [
+        task
+        for task in results.tasks
+        if task in results.edit_driven and set(results.d_sym_pairs(task)) - results.edit_driven[task]
+    ]
+
+
+def edit_driven_rows(results: Outcomes) -> list[str]:
+    """Markdown: on each task where the edits do not decide both ways on every pair, every Table 1 row's D and D_sym
+    on all its pairs (the run's figures) beside the same on the pairs where they do: how much of a figure the pairs
+    that the text decides carry."""
+    lines = [
+        "| task | metric | D, all pairs | D, edit-driven pairs | D_sym, all pairs | D_sym, edit-driven pairs |",
+        "|---|---|---|---|---|---|",
+    ]
+    for task in _partly_edit_driven(results):
+        kept = results.edit_driven[task]
+        for row in TABLE_1:
+            cells = []
+            for direction in DIRECTIONS:
+                by_pair = results.by_pair(direction, task, row.metric, row.variant)
+                if by_pair is None:
+                    break
+                subset = diagnosticity_from_d([by_pair[p] for p in sorted(by_pair) if p in kept])
+                reported = results.reported(direction, task, row.metric, row.variant)
+                cells += [_described(reported), _described(subset if subset.n_valid else None)]
+            if len(cells) == 2 * len(DIRECTIONS):
+                lines.append(f"| {task} | {row.label} | {' | '.join(cells)} |")
+    return lines
+
+
 def comparison_page(results: Outcomes) -> str:
     """Markdown: Table 1's cells beside ours, each finding of the paper checked task by task in D and D_sym, and
     both Copeland rankings."""
@@ -447,6 +500,19 @@ def comparison_page(results: Outcomes) -> str:
             "direction whose edits the model does not follow measures the text, not faithfulness. Two-sided: 0.25 if "
             "each side were a coin flip, 0 if the text alone decided. n/a: roles not swapped, or a results file "
             "from before the figure (schema 1.7 for the counter edits, 1.2 for two-sided and no edits).",
+        ]
+    if _partly_edit_driven(results):
+        lines += [
+            "",
+            "## On the pairs whose edits decide both ways",
+            "",
+            *edit_driven_rows(results),
+            "",
+            "A sensitivity check where the edits do not decide every pair: the same rows on the pairs whose faithful "
+            "explanation the model finds the likelier under the edits and whose unfaithful one under the counter "
+            "edits (`pair_controls`). On the other pairs one explanation wins under both edit sets, so there a "
+            "likelihood-based metric can follow the text. Here CIs resample pairs one by one (the run's resample "
+            "clusters) and 'n' counts the pairs scored.",
         ]
     lines += ["", "## The paper's findings, task by task", ""]
     lines += ["| claim | task | measure | ours | verdict |", "|---|---|---|---|---|"]

@@ -241,3 +241,37 @@ def test_the_page_shows_the_edits_each_measure_rests_on_once_per_file_holding_th
     subset["edit_reliability"] = [doc["edit_reliability"][0] | {"n": 20}]
     page = comparison_page(outcomes([doc, subset]))
     assert page.count("| object_counting | 0.780 [0.689, 0.850] |") == 2 and "0.510 [0.413, 0.606] | 20 |" in page
+
+
+def controls(task: str, text_decided: set[int]) -> list[dict]:
+    """Per-pair controls in which the edits decide both ways, except on the `text_decided` pairs, where the faithful
+    explanation wins under both edit sets."""
+    out = []
+    for k in range(N):
+        counter = (1.0, 2.0) if k in text_decided else (2.0, 1.0)
+        out.append(
+            {"pair_id": f"{task}-{k:03d}", "task": task, "ppl_faithful": 1.0, "ppl_unfaithful": 2.0}
+            | {"ppl_faithful_counter": counter[0], "ppl_unfaithful_counter": counter[1]}
+            | {"ppl_faithful_no_edit": 1.0, "ppl_unfaithful_no_edit": 2.0}
+            | {"answer": "3", "direct_answer": "3", "cot_answer": "3"}
+        )
+    return out
+
+
+def test_a_figure_carried_by_the_pairs_the_text_decides_shows_on_the_edit_driven_pairs():
+    doc = document("object_counting")
+    text_decided = set(range(N // 2))
+    for row in doc["pairs"]:  # Filler Tokens wins only where the text decides, and ties elsewhere
+        if (row["metric"], row["variant"]) == (FILLER.metric, FILLER.variant):
+            k = int(row["pair_id"].rsplit("-", 1)[1])
+            row["d"] = row["d_swap"] = 1.0 if k in text_decided else 0.5
+    doc = with_entries(doc) | {"pair_controls": controls("object_counting", text_decided)}
+    results = outcomes([doc])
+    assert results.edit_driven["object_counting"] == {f"object_counting-{k:03d}" for k in range(N // 2, N)}
+    page = comparison_page(results)
+    assert "## On the pairs whose edits decide both ways" in page
+    line = next(x for x in page.splitlines() if x.startswith("| object_counting | Filler Tokens | 0.750 ["))
+    assert line.count("0.500 [") == 2 and line.count("(n 15/15)") == 2, line
+    assert "## On the pairs whose edits decide both ways" not in comparison_page(
+        outcomes([with_entries(document()) | {"pair_controls": controls("factcheck", set())}])
+    )
