@@ -156,7 +156,8 @@ class Outcomes:
     """Each task's edit reliability entries (SPEC §8), one per results file that holds the task."""
     edit_driven: Mapping[str, frozenset[str]]
     """Per task whose files hold both edit sets' per-pair controls: the pairs on which the edits decide both ways
-    (the faithful explanation the likelier under the edits, the unfaithful one under the counter edits)."""
+    (the faithful explanation the likelier under the edits, the unfaithful one under the counter edits), in every
+    file that holds the pair's controls."""
 
     def of(self, direction: str, task: str, metric: str, variant: str) -> np.ndarray | None:
         """The per-pair outcomes of one row in one measure, in pair-id order; None when the files lack the row (or,
@@ -231,7 +232,7 @@ def outcomes(documents: Sequence[Mapping[str, Any]]) -> Outcomes:
                 raise ValueError(f"the result of {' · '.join(key)} appears in more than one results file")
             entries[key] = entry
     edit_driven = {
-        task: frozenset(row.pair_id for row in rows if row.both_ways_preferred == 1)
+        task: frozenset({row.pair_id for row in rows} - {row.pair_id for row in rows if row.both_ways_preferred != 1})
         for task, rows in controls.items()
         if all(row.both_ways_preferred is not None for row in rows)
     }
@@ -477,8 +478,9 @@ def edit_driven_rows(results: Outcomes) -> list[str]:
 
 
 def comparison_page(results: Outcomes) -> str:
-    """Markdown: Table 1's cells beside ours, each finding of the paper checked task by task in D and D_sym, and
-    both Copeland rankings."""
+    """Markdown: Table 1's cells beside ours, the edit reliability each measure rests on (and, where the edits do not
+    decide every pair both ways, each row on the pairs where they do), each finding of the paper checked task by task
+    in D and D_sym, and both Copeland rankings."""
     lines = [
         f"# {results.model} against paper 000 (Zaman & Srivastava, 2025)",
         "",
@@ -510,9 +512,9 @@ def comparison_page(results: Outcomes) -> str:
             "",
             "A sensitivity check where the edits do not decide every pair: the same rows on the pairs whose faithful "
             "explanation the model finds the likelier under the edits and whose unfaithful one under the counter "
-            "edits (`pair_controls`). On the other pairs one explanation wins under both edit sets, so there a "
-            "likelihood-based metric can follow the text. Here CIs resample pairs one by one (the run's resample "
-            "clusters) and 'n' counts the pairs scored.",
+            "edits (`pair_controls`). On the other pairs at least one edit set does not decide (where one explanation "
+            "wins under both, the text does), so there a likelihood-based metric can follow the text. Here CIs "
+            "resample pairs one by one (the run's resample clusters) and 'n' counts the pairs scored.",
         ]
     lines += ["", "## The paper's findings, task by task", ""]
     lines += ["| claim | task | measure | ours | verdict |", "|---|---|---|---|---|"]
