@@ -268,6 +268,10 @@ def test_a_figure_carried_by_the_pairs_the_text_decides_shows_on_the_edit_driven
     doc = with_entries(doc) | {"pair_controls": controls("object_counting", text_decided)}
     results = outcomes([doc])
     assert results.edit_driven["object_counting"] == {f"object_counting-{k:03d}" for k in range(N // 2, N)}
+    disagreeing = {"model": {"name": "some-model"}, "pairs": [], "results": []}  # another file's controls, one differs
+    disagreeing["pair_controls"] = controls("object_counting", text_decided | {N - 1})
+    both = outcomes([doc, disagreeing]).edit_driven["object_counting"]
+    assert both == results.edit_driven["object_counting"] - {f"object_counting-{N - 1:03d}"}
     page = comparison_page(results)
     assert "## On the pairs whose edits decide both ways" in page
     line = next(x for x in page.splitlines() if x.startswith("| object_counting | Filler Tokens | 0.750 ["))
