@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .api.rows import PairControlRow, PairScoreRow
-from .report import OKABE_ITO, Panel, Reference, caveat, ci_chart, format_p_value
+from .report import OKABE_ITO, Panel, Reference, caveat, ci_chart, ci_keys, format_p_value, is_missing
 from .statistics import (
     ALPHA,
     MIN_N_VALID,
@@ -422,9 +422,8 @@ EDIT_FIGURES = (
 
 def _edit_figure(entry: Mapping[str, Any], key: str) -> str:
     """'0.780 [0.689, 0.850]', or 'n/a' where the file lacks the figure."""
-    low, high = ("ci_low", "ci_high") if key == "value" else (f"{key}_ci_low", f"{key}_ci_high")
-    values = [entry.get(name) for name in (key, low, high)]
-    if any(v is None or math.isnan(v) for v in values):
+    values = [entry.get(name) for name in (key, *ci_keys(key))]
+    if any(is_missing(v) for v in values):
         return "n/a"
     return f"{values[0]:.3f} [{values[1]:.3f}, {values[2]:.3f}]"
 

@@ -37,6 +37,12 @@ def caveat(model_name: str) -> str | None:
     return TINY_MODEL_CAVEAT.format(model=model_name) if model_name in TINY_MODELS else None
 
 
+def ci_keys(name: str) -> tuple[str, str]:
+    """The keys of the CI of an entry's figure `name`: `ci_low`/`ci_high` for an entry's main figure (`value` or
+    `diagnosticity`), else `<name>_ci_low`/`<name>_ci_high`."""
+    return ("ci_low", "ci_high") if name in ("value", "diagnosticity") else (f"{name}_ci_low", f"{name}_ci_high")
+
+
 def _interval_of(entry: Mapping[str, Any], name: str) -> str:
     """The CI of the figure `name` of an entry (`<name>_ci_low`, `<name>_ci_high`); "n/a" where it has none."""
     return f"[{format_number(entry.get(f'{name}_ci_low'))}, {format_number(entry.get(f'{name}_ci_high'))}]"

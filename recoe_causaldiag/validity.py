@@ -20,7 +20,7 @@ from .api.run_spec import RunSpec
 from .artifact_probes import BAND, FAIL, PASS, TOO_FEW, Audit, audit_dataset, packaged_tokenizers
 from .dataset_building import task_dataset_dir
 from .hub_layout import load_pairs
-from .report import OKABE_ITO, Panel, caveat, ci_chart, format_number, is_missing, save_figure, write_results
+from .report import OKABE_ITO, Panel, caveat, ci_chart, ci_keys, format_number, is_missing, save_figure, write_results
 from .runner import run
 from .task_pairs import default_data_dir, iter_task_pairs
 from .tasks import DATASETS, TASKS
@@ -70,8 +70,7 @@ def at_least(level: float) -> Rule:
 def figure_check(task: str, what: str, entry: Mapping[str, Any], key: str, expected: str, rule: Rule) -> Check:
     """The figure `key` of a results entry with its CI (`ci_low`/`ci_high` for the entry's main value `value` or
     `diagnosticity`, else `<key>_ci_low`/`<key>_ci_high`), judged by `rule`."""
-    main = key in ("value", "diagnosticity")
-    low_key, high_key = ("ci_low", "ci_high") if main else (f"{key}_ci_low", f"{key}_ci_high")
+    low_key, high_key = ci_keys(key)
     value, low, high = entry.get(key), entry.get(low_key), entry.get(high_key)
     if any(is_missing(x) for x in (value, low, high)):
         return Check(task, what, value, low, high, expected, None)
