@@ -2,7 +2,11 @@
 every few pairs) and each (task, metric)'s raw per-pair scores are written, whole or not at all, to a folder beside
 the results file as soon as they are computed; a later run of the same spec reads them instead of computing them
 again, provided they were computed on the same pairs (ids, in order: data rebuilt in between is scored afresh). A
-finished run removes its folder. The statistics are always computed afresh from the scores."""
+finished run removes its folder. The statistics are always computed afresh from the scores.
+
+A finished run's results can seed the checkpoints of a run that differs from it only in its metrics (`reusing`,
+`Checkpoint.take_finished`): its controls and the scores of every metric it ran with the same options are read, not
+computed again, so adding a metric to a finished run costs that metric alone."""
 
 from __future__ import annotations
 
@@ -10,21 +14,28 @@ import hashlib
 import json
 import logging
 import shutil
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .api.instance import VariantScores
-from .api.rows import PairControlRow
+from .api.rows import PairControlRow, PairScoreRow
 from .api.run_spec import RunSpec
 from .paths import write_whole
 
 log = logging.getLogger(__name__)
 
 SPEC_FILE = "run_spec.json"
+
+METRIC_FIELDS = frozenset({"metrics", "metric_options", "metric_defaults"})
+"""The run spec's fields in which a run may differ from the finished run whose scores it reuses."""
+
+PINNED_FIELDS = frozenset({"model_identity", "datasets", "package_version", "editor_statistics", "editor_settings"})
+"""The fields a finished run's spec records about what ran (a reusing run is pinned to its model and data)."""
 
 
 def checkpoint_folder(out: Path) -> Path:
@@ -40,6 +51,35 @@ def _spec_text(spec: RunSpec) -> str:
 def _safe(name: str) -> str:
     """A task or metric name as part of a file name (ReCoE's `recoe/<scheme>`), with a hash against clashes."""
     return name.replace("/", "--") + "-" + hashlib.sha256(name.encode()).hexdigest()[:8]
+
+
+def scored_pair_ids(pair_ids: Sequence[str], swapped: bool) -> list[str]:
+    """The ids of what a metric scores on a task, in order: its pairs, then, where roles are swapped, each pair seen
+    from its contrast model."""
+    return list(pair_ids) + ([f"{pair_id} (swapped)" for pair_id in pair_ids] if swapped else [])
+
+
+def reusing(spec: RunSpec, finished: Mapping[str, Any]) -> RunSpec:
+    """`spec` pinned to the model and the data of a finished run (its results document, SPEC §8), whose scores it
+    will reuse; ValueError unless the two runs differ in their metrics and the metrics' options alone (same model,
+    tasks, pairs, editor, explanations, seed, batch size, precision, swap)."""
+    try:
+        recorded = RunSpec.from_dict(finished["run_spec"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"no usable run_spec ({err})") from err
+    if recorded.model_identity is None:
+        raise ValueError("its run_spec records no model identity (not a finished run's results)")
+    mine, theirs = spec.to_dict(), recorded.to_dict()
+    differ = sorted(key for key in mine if key not in METRIC_FIELDS | PINNED_FIELDS and mine[key] != theirs[key])
+    if differ:
+        shown = "; ".join(f"{key}: {theirs[key]!r} there, {mine[key]!r} here" for key in differ)
+        raise ValueError(f"that run differs from this one in more than its metrics ({shown})")
+    return replace(
+        spec,
+        model_identity=recorded.model_identity,
+        datasets=recorded.datasets,
+        package_version=recorded.package_version,
+    )
 
 
 @dataclass
@@ -102,9 +142,46 @@ class Checkpoint:
             arrays[f"{k}_faithful"], arrays[f"{k}_unfaithful"] = s.faithful, s.unfaithful
         write_whole(self.folder / f"scores-{_safe(task)}-{_safe(metric)}.npz", lambda path: _save_npz(path, arrays))
 
+    def take_finished(self, finished: Mapping[str, Any], spec: RunSpec) -> list[str]:
+        """Checkpoints from a finished run's results document that `reusing` accepted for `spec` (as it will run: its
+        helper models and defaults resolved): every task's controls, and the per-pair scores (both directions) and
+        seconds of every metric both runs compute with the same options. The `task · metric` entries taken."""
+        recorded = RunSpec.from_dict(finished["run_spec"])
+        controls: defaultdict[str, list[PairControlRow]] = defaultdict(list)
+        for row in finished["pair_controls"]:
+            controls[row["task"]].append(PairControlRow.from_json(row))
+        for task, task_controls in controls.items():
+            self.save_controls(task, task_controls)
+        rows: defaultdict[tuple[str, str], list[PairScoreRow]] = defaultdict(list)
+        for row in finished["pairs"]:
+            rows[row["task"], row["metric"]].append(PairScoreRow.from_json(row))
+        seconds = {(entry["task"], entry["metric"]): float(entry["seconds"]) for entry in finished["results"]}
+        taken = []
+        for (task, metric), metric_rows in rows.items():
+            if metric not in spec.metrics or recorded.options_for(metric) != spec.options_for(metric):
+                continue
+            ids = list(dict.fromkeys(row.pair_id for row in metric_rows))
+            swapped = metric_rows[0].swapped
+            variants = dict.fromkeys(row.variant for row in metric_rows)
+            scored = [_variant_scores(variant, metric_rows, swapped) for variant in variants]
+            self.save_scores(task, metric, scored_pair_ids(ids, swapped), scored, seconds[task, metric])
+            taken.append(f"{task} · {metric}")
+        return taken
+
     def finish(self) -> None:
         """The run is written: its checkpoints are no longer needed."""
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _variant_scores(variant: str, rows: Sequence[PairScoreRow], swapped: bool) -> VariantScores:
+    """One variant's scores as `Metric.score` returned them: the pairs', then (where swapped) the swapped pairs'."""
+    of_variant = [row for row in rows if row.variant == variant]
+    faithful = [row.score_faithful for row in of_variant]
+    unfaithful = [row.score_unfaithful for row in of_variant]
+    if swapped:
+        faithful += [row.score_faithful_swap for row in of_variant]
+        unfaithful += [row.score_unfaithful_swap for row in of_variant]
+    return VariantScores(variant, np.array(faithful, dtype=float), np.array(unfaithful, dtype=float))
 
 
 def _save_npz(path: Path, arrays: dict[str, Any]) -> None:

@@ -8,7 +8,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .api.registry import UnknownNameError
@@ -16,6 +16,8 @@ from .defaults import DATASET_VERSION, DEFAULT_MODEL
 
 if TYPE_CHECKING:
     from .api.run_spec import RunSpec
+
+log = logging.getLogger("causaldiag")
 
 
 class UsageError(Exception):
@@ -153,11 +155,11 @@ def _rerun(args: argparse.Namespace) -> int:
 
 def _run_and_write(spec: RunSpec, args: argparse.Namespace) -> int:
     """Run `spec`, write its results files and print the table."""
-    from .checkpoints import Checkpoint
+    from .checkpoints import Checkpoint, reusing
     from .hub_modules import ensure_hub_modules
     from .models import check_layer_options
     from .report import caveat, write_results
-    from .runner import run
+    from .runner import run, served_spec
 
     spec = spec.with_metric_defaults()
     try:
@@ -165,10 +167,19 @@ def _run_and_write(spec: RunSpec, args: argparse.Namespace) -> int:
         check_layer_options(spec.model, options, spec.editor_options, spec.model_to_load()[0])
     except ValueError as err:
         raise UsageError(str(err)) from err
+    finished = _finished_run(args.reuse) if getattr(args, "reuse", None) else None
+    if finished is not None:
+        try:
+            spec = reusing(spec, finished)
+        except ValueError as err:
+            raise UsageError(f"--reuse {args.reuse}: {err}") from err
     try:
         checkpoint = Checkpoint.open(Path(args.out), spec)
     except OSError as err:
         raise UsageError(f"cannot write the results beside --out {args.out}: {err.strerror or err}") from err
+    if finished is not None:
+        taken = checkpoint.take_finished(finished, served_spec(spec, spec.model))
+        log.warning("reusing %s: controls and %s", args.reuse, ", ".join(taken) or "no metric's scores")
     ensure_hub_modules()
     doc = run(
         spec,
@@ -183,6 +194,17 @@ def _run_and_write(spec: RunSpec, args: argparse.Namespace) -> int:
     if caveat(spec.model):
         print(caveat(spec.model), file=sys.stderr)
     return 0
+
+
+def _finished_run(path: str) -> dict[str, Any]:
+    """The results document of a finished run, named by `--reuse`."""
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise UsageError(f"--reuse {path}: not a readable results JSON ({err})") from err
+    if not isinstance(document, dict) or not {"run_spec", "results", "pairs", "pair_controls"} <= document.keys():
+        raise UsageError(f"--reuse {path}: not a results JSON written by `causaldiag run`")
+    return document
 
 
 def _validity(args: argparse.Namespace) -> int:
@@ -559,6 +581,13 @@ def parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--no-swap", action="store_true", help="skip the swapped-roles scoring (D_swap, D_sym); recorded"
         )
+    run.add_argument(
+        "--reuse",
+        metavar="RESULTS",
+        help="a finished run's results JSON that differs from this run in its metrics alone: its controls and the "
+        "scores of every metric it ran with the same options are read from it (this run is pinned to its model and "
+        "data), so only the other metrics are computed",
+    )
     run.set_defaults(func=_run)
     rerun = sub.add_parser("rerun", help="rerun exactly the job recorded in a results file's run_spec")
     rerun.add_argument("results", help="a results JSON written by `causaldiag run`")

@@ -24,7 +24,7 @@ from .api.records import PairRecord
 from .api.rows import PairControlRow, PairScoreRow
 from .api.run_spec import DatasetIdentity, RunSpec
 from .api.task import task_registry
-from .checkpoints import Checkpoint
+from .checkpoints import Checkpoint, scored_pair_ids
 from .controls import Estimator, accuracy_entry, control_rows, edit_quality_entry, reliability_entry
 from .editors.editing import Editor, WeightEditor, make_editor
 from .editors.quality import EditQualityRow, edit_quality
@@ -223,7 +223,7 @@ def score_task(
     swap = spec.swap and task.roles_swappable
     swapped = TaskPairs(task.name, task_pairs.dataset, tuple(map(task.swapped_roles, pairs)) if swap else ())
     ids = [pair.id for pair in pairs]
-    scored_ids = ids + [f"{pair.id} (swapped)" for pair in swapped.pairs]
+    scored_ids = scored_pair_ids(ids, swap)
     controls = checkpoint.controls(task.name, ids) if checkpoint else []
     step = CONTROL_CHECKPOINT_PAIRS if checkpoint else max(n, 1)
     for start in range(len(controls), n, step):
@@ -325,6 +325,12 @@ class ScoredRun:
         }
 
 
+def served_spec(spec: RunSpec, evaluated: str) -> RunSpec:
+    """The spec as a run of the model `evaluated` scores and records it: the default simulator or helper LM of every
+    metric that names none, and every option's default."""
+    return spec.with_helper_models(default_helper_model(evaluated)).with_metric_defaults()
+
+
 def score_run(
     spec: RunSpec,
     *,
@@ -341,7 +347,7 @@ def score_run(
     every other option's default."""
     lm = lm or load_run_model(spec)
     spec.check_model(lm.identity)
-    spec = spec.with_helper_models(default_helper_model(lm.name)).with_metric_defaults()
+    spec = served_spec(spec, lm.name)
     editor = editor or make_editor(spec.editor, lm, spec.editor_options)
     if editor.name != spec.editor:
         raise ValueError(f"the run spec names the editor {spec.editor}, but {editor.name} was given")

