@@ -1,6 +1,7 @@
 """`make bench`, metrics: every registered per-instance metric on the same FactCheck pairs, through the scoring
 engine and through the reference loop of the papers' code (`ReferenceEngine`: batch 1, the whole prompt per forward,
-no prefix reuse; for CaF one forward per patch), each in a process of its own, measured in the same run.
+no prefix reuse; for CaF one forward per patch), each in a process of its own, measured in the same run (with
+`--rounds N`, N times, the paths taking turns, and the ratio is that of their median times).
 
 Printed per metric: pairs/s of both paths and their ratio against the issue's target, the largest difference of
 any score between them (NaN where a score is NaN on one path only), the engine's achieved GFLOP/s and its share of
@@ -191,6 +192,13 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=4, help="FactCheck pairs per metric (fewer for CC-SHAP and CaF)")
     parser.add_argument("--metric", default="all", help="comma-separated metrics or 'all'")
     parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="times each path is measured, the paths taking turns; with more than one, the ratio is the medians' and "
+        "the range of the rounds' ratios is printed beside it",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--path", choices=PATHS, help=argparse.SUPPRESS)
     parser.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
@@ -215,31 +223,52 @@ def main() -> None:
     for name in names:
         pairs = min(args.pairs, FEW_PAIRS.get(name, args.pairs))
         options = OPTIONS.get(name, {})
-        fast, slow = (measured(name, path, pairs, args.model, options) for path in PATHS)
-        print_row(name, pairs, fast, slow, peak, largest_difference(fast[0]["scores"], slow[0]["scores"]))
+        fast, slow = in_turns(name, pairs, args.model, (options, options), args.rounds)
+        print_row(name, pairs, fast, slow, peak, largest_difference(fast[0][0]["scores"], slow[0][0]["scores"]))
         if name in EQUAL_ERROR:
-            fast, slow = (measured(name, path, pairs, args.model, o) for path, o in zip(PATHS, EQUAL_ERROR[name]))
+            fast, slow = in_turns(name, pairs, args.model, EQUAL_ERROR[name], args.rounds)
             print_row(f"{name}, lower error", pairs, fast, slow, peak, None)
 
 
+def in_turns(
+    metric: str, pairs: int, model: str, options: tuple[dict, dict], rounds: int
+) -> tuple[list[tuple[dict, float]], list[tuple[dict, float]]]:
+    """Each path measured `rounds` times (`measured`), engine then reference in every round, so that a change in the
+    machine's speed during the run reaches both paths alike."""
+    results: dict[str, list[tuple[dict, float]]] = {path: [] for path in PATHS}
+    for _ in range(rounds):
+        for path, path_options in zip(PATHS, options):
+            results[path].append(measured(metric, path, pairs, model, path_options))
+    return results["engine"], results["reference"]
+
+
 def print_row(
-    label: str, pairs: int, fast: tuple[dict, float], slow: tuple[dict, float], peak: float, difference: float | None
+    label: str,
+    pairs: int,
+    fast: list[tuple[dict, float]],
+    slow: list[tuple[dict, float]],
+    peak: float,
+    difference: float | None,
 ) -> None:
-    """One metric's line: pairs/s of both paths, their ratio against the target, max |Δscore| (None: the paths ran
-    different estimators, so their scores are not comparable), achieved GFLOP/s and peak RSS."""
-    (fast, fast_rss), (slow, slow_rss) = fast, slow
-    ratio = slow["seconds"] / fast["seconds"]
+    """One metric's line: pairs/s of both paths (at their median time over the rounds), their ratio against the
+    target and, over more than one round, the range of the rounds' ratios; max |Δscore| (None: the paths ran
+    different estimators, so their scores are not comparable), achieved GFLOP/s and each path's highest peak RSS."""
+    fast_seconds, slow_seconds = (float(np.median([run["seconds"] for run, _ in path])) for path in (fast, slow))
+    ratio = slow_seconds / fast_seconds
     target = TARGETS.get(label.split(",")[0], DEFAULT_TARGET)
-    achieved = fast["flops"] / fast["seconds"] / 1e9
+    achieved = fast[0][0]["flops"] / fast_seconds / 1e9
     verdict = "ok" if ratio >= target else "BELOW"
-    if not any(np.isfinite(v).any() for v in map(np.array, fast["scores"].values())):
+    if not any(np.isfinite(v).any() for v in map(np.array, fast[0][0]["scores"].values())):
         verdict = "ALL NaN: nothing scored, ratio meaningless"
     shown = "estimators" if difference is None else f"{difference:.2e}"
+    rounds = [s["seconds"] / f["seconds"] for (f, _), (s, _) in zip(fast, slow)]
+    spread = f"  (rounds {min(rounds):.1f}-{max(rounds):.1f}x)" if len(rounds) > 1 else ""
+    fast_rss, slow_rss = (max(rss for _, rss in path) for path in (fast, slow))
     print(
-        f"{label:<20} {pairs:>5} {pairs / fast['seconds']:>10.3f} {pairs / slow['seconds']:>9.3f} "
+        f"{label:<20} {pairs:>5} {pairs / fast_seconds:>10.3f} {pairs / slow_seconds:>9.3f} "
         f"{ratio:>6.1f}x {target:>5.0f}x {shown:>11} "
-        f"{achieved:>8.1f} {achieved / peak:>6.0%} {fast_rss:>6.0f}MB {slow_rss:>6.0f}MB  {verdict}"
-        f"{gpu_memory(fast, slow)}"
+        f"{achieved:>8.1f} {achieved / peak:>6.0%} {fast_rss:>6.0f}MB {slow_rss:>6.0f}MB  {verdict}{spread}"
+        f"{gpu_memory(fast[0][0], slow[0][0])}"
     )
 
 

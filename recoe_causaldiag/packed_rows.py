@@ -42,10 +42,86 @@ class PackedRow:
 
 def packed_rows(continuations: Mapping[int, tuple[int, ...]], max_tokens: int) -> list[PackedRow]:
     """The requests `continuations` (by index; each non-empty) packed into rows of at most `max_tokens` tokens, a
-    continuation longer than that alone in a row: in sorted order, each continuation joins the row of the one before
-    it, adding the tokens it does not share with it, while the row has room."""
+    continuation longer than that alone in a row. Continuations that begin alike form a tree, kept whole in one row
+    where it fits (in pieces of at most `max_tokens` tokens where it does not); trees go, the largest first, into
+    the first row with room for them, and the rows are made as even in length as their count allows, since the rows
+    of one batch are padded to its longest."""
+    for index, continuation in continuations.items():
+        if not continuation:
+            raise ValueError(f"request {index} has an empty continuation: nothing to pack")
+    trees = _trees(continuations, max_tokens)
+    count = len(_first_fit(trees, max_tokens))
+    low, high = 1, max_tokens
+    while low < high:
+        middle = (low + high) // 2
+        if len(_first_fit(trees, middle)) <= count:
+            high = middle
+        else:
+            low = middle + 1
+    return [_row([index for _, members in row for index in members], continuations) for row in _first_fit(trees, high)]
+
+
+Tree = tuple[int, tuple[int, ...]]
+"""A tree of continuations: its number of tokens once packed, and its requests in sorted order."""
+
+
+def _trees(continuations: Mapping[int, tuple[int, ...]], max_tokens: int) -> list[Tree]:
+    """The requests in sorted order, split where a continuation shares no beginning with the one before it; a tree
+    of more than `max_tokens` tokens is split into consecutive pieces of at most that many (`_cheapest_pieces`)."""
     ordered = sorted(continuations, key=lambda index: continuations[index])
-    rows: list[PackedRow] = []
+    runs: list[list[int]] = []
+    for before, index in zip([None, *ordered], ordered):
+        if before is None or common_length(continuations[before], continuations[index]) == 0:
+            runs.append([])
+        runs[-1].append(index)
+    return [piece for run in runs for piece in _cheapest_pieces([continuations[i] for i in run], run, max_tokens)]
+
+
+def _cheapest_pieces(run: list[tuple[int, ...]], indices: list[int], max_tokens: int) -> list[Tree]:
+    """The sorted continuations `run` (of the requests `indices`) in consecutive pieces of at most `max_tokens` tokens
+    (a longer continuation alone in one), cut where the fewest tokens are run twice: a piece repeats the beginning
+    its first continuation shares with the last of the piece before it."""
+    added = [len(run[0])] + [len(c) - common_length(b, c) for b, c in zip(run, run[1:])]
+    if sum(added) <= max_tokens:
+        return [(sum(added), tuple(indices))]
+    # cheapest[n]: the first n continuations cut most cheaply, as (tokens, pieces, the last piece's start, its size)
+    cheapest: list[tuple[int, int, int, int]] = [(0, 0, 0, 0)]
+    for end in range(1, len(run) + 1):
+        options, after = [], 0
+        for start in range(end - 1, -1, -1):
+            size = len(run[start]) + after
+            if size > max_tokens and start < end - 1:
+                break
+            options.append((cheapest[start][0] + size, cheapest[start][1] + 1, start, size))
+            after += added[start]
+        cheapest.append(min(options))
+    pieces: list[Tree] = []
+    end = len(run)
+    while end:
+        _, _, start, size = cheapest[end]
+        pieces.append((size, tuple(indices[start:end])))
+        end = start
+    return pieces[::-1]
+
+
+def _first_fit(trees: list[Tree], max_tokens: int) -> list[list[Tree]]:
+    """`trees`, the largest first, each in the first row whose tokens it keeps within `max_tokens` (a new row where
+    none has room)."""
+    rows: list[list[Tree]] = []
+    sizes: list[int] = []
+    for tree in sorted(trees, key=lambda tree: -tree[0]):
+        row = next((r for r, size in enumerate(sizes) if size + tree[0] <= max_tokens), len(rows))
+        if row == len(rows):
+            rows.append([])
+            sizes.append(0)
+        rows[row].append(tree)
+        sizes[row] += tree[0]
+    return rows
+
+
+def _row(ordered: list[int], continuations: Mapping[int, tuple[int, ...]]) -> PackedRow:
+    """The requests `ordered` packed into one row in that order: each continuation adds the tokens it does not share
+    with the one before it."""
     tokens: list[int] = []
     depths: list[int] = []
     parents: list[int] = []
@@ -54,12 +130,7 @@ def packed_rows(continuations: Mapping[int, tuple[int, ...]], max_tokens: int) -
     previous: tuple[int, ...] = ()
     for index in ordered:
         continuation = continuations[index]
-        if not continuation:
-            raise ValueError(f"request {index} has an empty continuation: nothing to pack")
         shared = common_length(previous, continuation)
-        if tokens and len(tokens) + len(continuation) - shared > max_tokens:
-            rows.append(PackedRow(tuple(tokens), tuple(depths), tuple(parents), tuple(ends)))
-            tokens, depths, parents, ends, shared = [], [], [], [], 0
         path = path[:shared]
         for depth in range(shared, len(continuation)):
             tokens.append(continuation[depth])
@@ -68,6 +139,4 @@ def packed_rows(continuations: Mapping[int, tuple[int, ...]], max_tokens: int) -
             path.append(len(tokens) - 1)
         ends.append((index, path[-1]))
         previous = continuation
-    if tokens:
-        rows.append(PackedRow(tuple(tokens), tuple(depths), tuple(parents), tuple(ends)))
-    return rows
+    return PackedRow(tuple(tokens), tuple(depths), tuple(parents), tuple(ends))

@@ -54,9 +54,11 @@ with these peaked at 1.39 GB RSS instead of 2.06 GB with the accelerator's, and 
 (README, "Memory"): a forward of a few thousand tokens already keeps the cores busy."""
 ACCELERATOR_LIMITS = BatchLimits(batch=8192, logits=1024, prefix=8192)
 """Limits on any other device (CUDA), where larger forwards pay."""
-MAX_PACKED_TOKENS = 512
+MAX_PACKED_TOKENS = 640
 """The longest packed row (`packed_rows`): its tokens attend to every position of the row, masked or not, so the
-attention's work grows with the square of its length."""
+attention's work grows with the square of its length; but a tree of continuations cut across two rows runs its
+shared beginning twice. Filler Tokens on 4 pairs of each paper task took 0–20% less time at 640 than at 512 (Analogy's
+and Object Counting's fillers form trees of 513–567 tokens) and no less at 768 (2 CPU cores, 2026-11-29)."""
 MIN_FILL = 0.75
 """The least share of a batch of packed rows' positions that hold tokens rather than padding: a shorter row waits for
 a batch of its own rather than be padded to a much longer one's length."""
