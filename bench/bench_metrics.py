@@ -204,6 +204,8 @@ def main() -> None:
     parser.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--options", type=json.loads, default={}, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     if args.worker:
         print(json.dumps(worker(args.worker, args.path, args.pairs, args.model, args.warm, args.options)))
         return
