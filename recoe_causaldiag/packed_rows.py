@@ -69,34 +69,38 @@ def _trees(continuations: Mapping[int, tuple[int, ...]], max_tokens: int) -> lis
     """The requests in sorted order, split where a continuation shares no beginning with the one before it; a tree
     of more than `max_tokens` tokens is split into consecutive pieces of at most that many (`_cheapest_pieces`)."""
     ordered = sorted(continuations, key=lambda index: continuations[index])
-    runs: list[list[int]] = []
-    for before, index in zip([None, *ordered], ordered):
-        if before is None or common_length(continuations[before], continuations[index]) == 0:
-            runs.append([])
-        runs[-1].append(index)
-    return [piece for run in runs for piece in _cheapest_pieces([continuations[i] for i in run], run, max_tokens)]
+    shared = [0] + [common_length(continuations[b], continuations[i]) for b, i in zip(ordered, ordered[1:])]
+    starts = [k for k, length in enumerate(shared) if length == 0]
+    return [
+        piece
+        for start, end in zip(starts, [*starts[1:], len(ordered)])
+        for piece in _cheapest_pieces(
+            ordered[start:end], [len(continuations[i]) for i in ordered[start:end]], shared[start:end], max_tokens
+        )
+    ]
 
 
-def _cheapest_pieces(run: list[tuple[int, ...]], indices: list[int], max_tokens: int) -> list[Tree]:
-    """The sorted continuations `run` (of the requests `indices`) in consecutive pieces of at most `max_tokens` tokens
-    (a longer continuation alone in one), cut where the fewest tokens are run twice: a piece repeats the beginning
-    its first continuation shares with the last of the piece before it."""
-    added = [len(run[0])] + [len(c) - common_length(b, c) for b, c in zip(run, run[1:])]
+def _cheapest_pieces(indices: list[int], lengths: list[int], shared: list[int], max_tokens: int) -> list[Tree]:
+    """A tree's requests `indices` (sorted; each continuation `lengths` tokens long, sharing `shared` tokens with
+    the one before it, none for the first) in consecutive pieces of at most `max_tokens` tokens (a longer
+    continuation alone in one), cut where the fewest tokens are run twice: a piece repeats the beginning its first
+    continuation shares with the last of the piece before it."""
+    added = [length - common for length, common in zip(lengths, shared)]
     if sum(added) <= max_tokens:
         return [(sum(added), tuple(indices))]
     # cheapest[n]: the first n continuations cut most cheaply, as (tokens, pieces, the last piece's start, its size)
     cheapest: list[tuple[int, int, int, int]] = [(0, 0, 0, 0)]
-    for end in range(1, len(run) + 1):
+    for end in range(1, len(indices) + 1):
         options, after = [], 0
         for start in range(end - 1, -1, -1):
-            size = len(run[start]) + after
+            size = lengths[start] + after
             if size > max_tokens and start < end - 1:
                 break
             options.append((cheapest[start][0] + size, cheapest[start][1] + 1, start, size))
             after += added[start]
         cheapest.append(min(options))
     pieces: list[Tree] = []
-    end = len(run)
+    end = len(indices)
     while end:
         _, _, start, size = cheapest[end]
         pieces.append((size, tuple(indices[start:end])))
