@@ -69,7 +69,9 @@ def _trees(continuations: Mapping[int, tuple[int, ...]], max_tokens: int) -> lis
     """The requests in sorted order, split where a continuation shares no beginning with the one before it; a tree
     of more than `max_tokens` tokens is split into consecutive pieces of at most that many (`_cheapest_pieces`)."""
     ordered = sorted(continuations, key=lambda index: continuations[index])
-    shared = [0] + [common_length(continuations[b], continuations[i]) for b, i in zip(ordered, ordered[1:])]
+    shared = [
+        0 if b is None else common_length(continuations[b], continuations[i]) for b, i in zip([None, *ordered], ordered)
+    ]
     starts = [k for k, length in enumerate(shared) if length == 0]
     return [
         piece

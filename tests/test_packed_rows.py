@@ -107,6 +107,10 @@ def test_a_tree_is_cut_as_cheaply_as_any_cutting_of_it_allows(seed):
     assert all(len(row.tokens) <= 9 for row in rows)
 
 
+def test_no_continuations_make_no_rows():
+    assert packed_rows({}, max_tokens=8) == []
+
+
 def test_an_empty_continuation_has_nothing_to_pack():
     with pytest.raises(ValueError, match="request 3 has an empty continuation"):
         packed_rows({1: (1,), 3: ()}, max_tokens=8)
