@@ -44,7 +44,9 @@ def test_metric_options_are_parsed_as_literals_or_text():
         ((("cc_shap", "n_sample", 4),), "metric cc_shap has no option 'n_sample'"),
         ((("random_baseline", "seed", 1),), "names a metric that this run does not compute"),
         ((("cc_shap", "n_samples", 0),), "n_samples must be >= 1"),
-        ((("causal_faithfulness", "layers", 15),), "option layers must be a list of int or None, got 15"),
+        ((("causal_faithfulness", "layers", 15),), r"option layers must be a list of int or None, got 15; .*: \[15\]"),
+        ((("cc_shap", "select", "post_hoc"),), r"must be a list of str, got 'post_hoc'; .* brackets: \['post_hoc'\]"),
+        ((("cc_shap", "n_samples", "4"),), r"option n_samples must be int, got '4'$"),
     ],
 )
 def test_bad_metric_options_are_rejected_up_front(options, message):

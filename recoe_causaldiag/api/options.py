@@ -46,8 +46,10 @@ def describe(hint: Any) -> str:
 
 
 def check_options(owner: str, constructor: Callable[..., Any], options: dict[str, Any]) -> None:
-    """Raise ValueError naming the first option whose value is not of the type `constructor` declares for it."""
+    """Raise ValueError naming the first option whose value is not of the type `constructor` declares for it (and,
+    for a single value where a list is declared, how the list is written)."""
     hints = typing.get_type_hints(constructor.__init__ if isinstance(constructor, type) else constructor)
     for key, value in options.items():
         if key in hints and not matches(value, hints[key]):
-            raise ValueError(f"{owner} option {key} must be {describe(hints[key])}, got {value!r}")
+            hint = f"; a list is written in brackets: [{value!r}]" if matches([value], hints[key]) else ""
+            raise ValueError(f"{owner} option {key} must be {describe(hints[key])}, got {value!r}{hint}")
