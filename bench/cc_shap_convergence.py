@@ -1,14 +1,15 @@
 """CC-SHAP convergence (issue 16): how far a CC-SHAP score with k permutations lies from a many-permutation
-reference, as a function of the forwards it costs, for captum's independent permutations ("sampling") and for
-antithetic pairs ("antithetic").
+reference, as a function of the forwards it costs, for captum's independent permutations ("sampling"), for
+antithetic pairs ("antithetic") and for shap's Kernel SHAP at the coalitions of k permutations ("kernel").
 
 Shapley value sampling averages one marginal-contribution vector per permutation, so a k-permutation estimate is
 the mean of k single-permutation ones. Every single permutation (and every antithetic pair) of an instance is
 computed once, all in one batched engine call with the coalitions shared; the estimates at each k are means over
-disjoint blocks of them, and the reference is the mean of `--reference` further permutations drawn with other
-seeds, so no estimate shares a permutation with it. The error at k is |CC-SHAP(k) − CC-SHAP(reference)|, averaged
-over blocks and instances (both explanations of each pair, post-hoc variant); forwards count the distinct coalitions
-one estimate needs. Writes a plot and prints the table.
+disjoint blocks of them. Kernel SHAP is no mean of smaller estimates: each of its blocks is a fit of its own, with
+its own seed (as many blocks per instance as sampling has). The reference is the mean of `--reference` further
+permutations drawn with other seeds, so no estimate shares a permutation with it. The error at k is
+|CC-SHAP(k) − CC-SHAP(reference)|, averaged over blocks and instances (both explanations of each pair, post-hoc
+variant); forwards count the distinct coalitions one estimate needs. Writes a plot and prints the table.
 """
 
 from __future__ import annotations
@@ -24,13 +25,60 @@ REFERENCE_SEEDS = 10_000
 """Seeds of the reference's permutations start here, far from the estimates' seeds."""
 
 
-def single_permutations(engine, layout, answer, baseline_id, seeds, estimator, forward=None):
-    """One Attribution per seed (one permutation, or one antithetic pair), all reading one shared forward, so a
-    coalition any of them needs is scored once."""
-    from recoe_causaldiag.metrics.cc_shap import Attribution, CoalitionForward
+class KernelFit:
+    """Kernel SHAP (Lundberg & Lee, 2017) of a layout's outputs by shap's `KernelExplainer`: the weighted
+    least-squares fit of scored coalitions paired with their complements, the subset sizes it can afford enumerated
+    whole, the efficiency constraint exact. Its budget is the coalitions of `n_samples` permutations (`n_samples` ×
+    the question's tokens, besides the empty and the full one). Recorded and read in two passes as an Attribution
+    is, on the same forward."""
 
-    shared = forward or CoalitionForward(engine, layout, answer)
-    n_samples = 2 if estimator == "antithetic" else 1
+    estimator = "kernel"
+
+    def __init__(self, forward, baseline_id: int, n_samples: int, seed: int) -> None:
+        self.forward, self.baseline_id, self.n_samples, self.seed = forward, baseline_id, n_samples, seed
+
+    def record(self) -> None:
+        self.forward.recording = True
+        try:
+            self._fit()
+        finally:
+            self.forward.recording = False
+
+    def values(self) -> np.ndarray:
+        """Shapley values, shape (1 + T, n_question_tokens), as `Attribution.values`."""
+        return self._fit()
+
+    def _fit(self) -> np.ndarray:
+        import torch
+
+        try:
+            from shap import KernelExplainer
+        except ImportError:
+            raise SystemExit("the kernel curve (--kernel) needs shap: pip install shap") from None
+        question = self.forward.layout.question
+
+        def outputs(rows: np.ndarray) -> np.ndarray:
+            return self.forward(torch.as_tensor(rows, dtype=torch.long)).numpy()
+
+        state = np.random.get_state()
+        try:
+            np.random.seed(self.seed)
+            explainer = KernelExplainer(outputs, np.full((1, len(question)), self.baseline_id))
+            values = explainer.shap_values(
+                np.array([question]), nsamples=self.n_samples * len(question), l1_reg=False, silent=True
+            )
+        finally:
+            np.random.set_state(state)
+        return np.asarray(values, dtype=float).reshape(len(question), -1).T
+
+
+def estimates(engine, layout, answer, baseline_id, seeds, estimator, n_samples, forward):
+    """One estimate of `n_samples` per seed (an Attribution, or a KernelFit), all reading one shared forward, so a
+    coalition any of them needs is scored once."""
+    from recoe_causaldiag.metrics.cc_shap import Attribution
+
+    if estimator == "kernel":
+        return [KernelFit(forward, baseline_id, n_samples, seed) for seed in seeds]
     return [
         Attribution(
             engine,
@@ -40,16 +88,22 @@ def single_permutations(engine, layout, answer, baseline_id, seeds, estimator, f
             n_samples=n_samples,
             seed=seed,
             estimator=estimator,
-            forward=shared,
+            forward=forward,
         )
         for seed in seeds
     ]
 
 
+def single_permutations(engine, layout, answer, baseline_id, seeds, estimator, forward):
+    """One Attribution per seed of one permutation, or of one antithetic pair."""
+    n_samples = 2 if estimator == "antithetic" else 1
+    return estimates(engine, layout, answer, baseline_id, seeds, estimator, n_samples, forward)
+
+
 def main() -> None:
     from recoe_causaldiag.api import Instance
     from recoe_causaldiag.mechanisms.prompting import label_request
-    from recoe_causaldiag.metrics.cc_shap import cc_shap_score, post_hoc_layout, score_recorded
+    from recoe_causaldiag.metrics.cc_shap import CoalitionForward, cc_shap_score, post_hoc_layout, score_recorded
     from recoe_causaldiag.models import DEFAULT_MODEL, load_model
     from recoe_causaldiag.scoring import ScoringEngine
     from recoe_causaldiag.task_pairs import iter_task_pairs
@@ -62,6 +116,7 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=16, help="largest k (permutations per estimate)")
     parser.add_argument("--out", default="docs/figures/cc_shap_convergence.png")
     parser.add_argument("--plot-only", action="store_true", help="redraw the plot from the summary beside --out")
+    parser.add_argument("--kernel", action="store_true", help="add the Kernel SHAP curve (needs shap)")
     args = parser.parse_args()
     if args.plot_only:
         report(json.loads(Path(args.out).with_suffix(".json").read_text(encoding="utf-8")), Path(args.out))
@@ -76,36 +131,44 @@ def main() -> None:
     ]
     baseline_id = lm.encode("...", continuation=True)[0]
     answers = [int(np.argmax(p)) for p in engine.label_probs([label_request(i) for i in instances])]
+    ks = [k for k in (1, 2, 4, 8, 16, 32, 64) if k <= args.pool]
+    kinds = ("sampling", "antithetic", *(("kernel",) if args.kernel else ()))
     plans = []
     for instance, answer in zip(instances, answers, strict=True):
         layout = post_hoc_layout(engine, instance, answer)
         if not (layout.question and layout.explanation_ids):
             continue
+        shared = CoalitionForward(engine, layout, answer)
+        seeds = range(REFERENCE_SEEDS, REFERENCE_SEEDS + args.reference)
         plans.append(
             {
-                "features": len(layout.question),
-                "sampling": single_permutations(engine, layout, answer, baseline_id, range(args.pool), "sampling"),
+                "sampling": single_permutations(
+                    engine, layout, answer, baseline_id, range(args.pool), "sampling", shared
+                ),
                 "antithetic": single_permutations(
-                    engine, layout, answer, baseline_id, range(args.pool // 2), "antithetic"
+                    engine, layout, answer, baseline_id, range(args.pool // 2), "antithetic", shared
                 ),
-                "reference": single_permutations(
-                    engine,
-                    layout,
-                    answer,
-                    baseline_id,
-                    range(REFERENCE_SEEDS, REFERENCE_SEEDS + args.reference),
-                    "sampling",
-                ),
+                "kernel": {
+                    k: estimates(engine, layout, answer, baseline_id, range(args.pool // k), "kernel", k, shared)
+                    for k in ks[1:]
+                }
+                if args.kernel
+                else {},
+                "reference": single_permutations(engine, layout, answer, baseline_id, seeds, "sampling", shared),
             }
         )
-    every = [a for plan in plans for kind in ("sampling", "antithetic", "reference") for a in plan[kind]]
+    every = [
+        a
+        for plan in plans
+        for group in (plan["sampling"], plan["antithetic"], plan["reference"], *plan["kernel"].values())
+        for a in group
+    ]
     for attribution in every:
         attribution.record()
-    score_recorded(engine, list({id(a.forward): a.forward for a in every}.values()))
+    score_recorded(engine, [plan["reference"][0].forward for plan in plans])
 
-    ks = [k for k in (1, 2, 4, 8, 16, 32, 64) if k <= args.pool]
-    errors = {"sampling": {k: [] for k in ks}, "antithetic": {k: [] for k in ks if k >= 2}}
-    costs = {"sampling": {k: [] for k in ks}, "antithetic": {k: [] for k in ks if k >= 2}}
+    errors = {kind: {k: [] for k in ks if k >= 2 or kind == "sampling"} for kind in kinds}
+    costs = {kind: {k: [] for k in errors[kind]} for kind in kinds}
     for plan in plans:
         reference = np.mean([a.values() for a in plan["reference"]], axis=0)
         truth = cc_shap_score(reference[0], reference[1:])
@@ -117,6 +180,11 @@ def main() -> None:
                     estimate = np.mean(singles[start : start + block], axis=0)
                     errors[kind][k].append(abs(cc_shap_score(estimate[0], estimate[1:]) - truth))
                     costs[kind][k].append(distinct_coalitions(plan[kind][start : start + block]))
+        for k, fits in plan["kernel"].items():
+            for fit in fits:
+                estimate = fit.values()
+                errors["kernel"][k].append(abs(cc_shap_score(estimate[0], estimate[1:]) - truth))
+                costs["kernel"][k].append(distinct_coalitions([fit]))
     summary = {
         "instances": len(plans),
         "pairs": args.pairs,
@@ -126,8 +194,8 @@ def main() -> None:
             kind: [
                 {
                     "k": k,
-                    "forwards": float(np.mean(costs[kind][k])),
-                    "error": float(np.nanmean(errors[kind][k])),
+                    "forwards": round(float(np.mean(costs[kind][k])), 1),
+                    "error": round(float(np.nanmean(errors[kind][k])), 4),
                     "blocks": int(np.isfinite(errors[kind][k]).sum()),
                 }
                 for k in errors[kind]
@@ -156,18 +224,16 @@ def report(summary: dict, out: Path) -> None:
 
 
 def distinct_coalitions(attributions) -> int:
-    """The coalitions an estimate made of these attributions' permutations needs (each scored once): the same
-    permutations recorded again on a fresh forward."""
+    """The coalitions an estimate made of these attributions' permutations (or of this fit) needs, each scored once:
+    the same estimates recorded again on a fresh forward."""
     from recoe_causaldiag.metrics.cc_shap import CoalitionForward
 
     first = attributions[0]
     layout, answer = first.forward.layout, first.forward.label_index
     probe = CoalitionForward(first.forward.engine, layout, answer)
-    for attribution in attributions:
-        again = single_permutations(
-            probe.engine, layout, answer, attribution.baseline_id, [attribution.seed], attribution.estimator, probe
-        )
-        again[0].record()
+    for a in attributions:
+        (again,) = estimates(probe.engine, layout, answer, a.baseline_id, [a.seed], a.estimator, a.n_samples, probe)
+        again.record()
     return len(probe.recorded)
 
 
@@ -179,7 +245,7 @@ def plot(summary: dict, out: Path) -> None:
     from matplotlib.ticker import NullFormatter, ScalarFormatter
 
     fig, ax = plt.subplots(figsize=(5.5, 3.6), dpi=150)
-    for (kind, points), marker in zip(summary["curves"].items(), ("o", "s"), strict=True):
+    for (kind, points), marker in zip(summary["curves"].items(), ("o", "s", "^")):
         x, y = [p["forwards"] for p in points], [p["error"] for p in points]
         ax.plot(x, y, marker=marker, label=kind)
         for point in points:

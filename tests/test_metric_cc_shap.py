@@ -1,7 +1,10 @@
 """CC-SHAP: the aggregation and cosine on hand-made attributions, the prompt split (edits never masked),
 Shapley efficiency and seeding on a tiny random model, and the real default model on two FactCheck instances."""
 
+import importlib.util
+import itertools
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +22,7 @@ from recoe_causaldiag.metrics.cc_shap import (
     cc_shap_score,
     cot_layouts,
     post_hoc_layout,
+    score_recorded,
 )
 from recoe_causaldiag.models import LanguageModel
 from recoe_causaldiag.scoring import LabelRequest, ScoringEngine
@@ -203,3 +207,51 @@ def test_instances_scored_together_score_as_each_alone(tiny_engine, factcheck_pa
         alone = metric.score_instances([one], tiny_engine)
         for variant in metric.variants:
             assert together[variant][k] == pytest.approx(alone[variant][0], abs=1e-5)
+
+
+def exact_shapley_values(forward: CoalitionForward, baseline: int) -> np.ndarray:
+    """Shapley values of every output by enumerating all 2^n coalitions, shape (outputs, n)."""
+    question = forward.layout.question
+    n = len(question)
+    masks = list(itertools.product((0, 1), repeat=n))
+    rows = torch.tensor([[q if keep else baseline for q, keep in zip(question, mask)] for mask in masks])
+    value = dict(zip(masks, forward(rows).numpy()))
+    shapley = np.zeros((len(value[masks[0]]), n))
+    for mask, output in value.items():
+        for i in (i for i in range(n) if not mask[i]):
+            weight = math.factorial(sum(mask)) * math.factorial(n - sum(mask) - 1) / math.factorial(n)
+            shapley[:, i] += weight * (value[mask[:i] + (1,) + mask[i + 1 :]] - output)
+    return shapley
+
+
+def test_convergence_study_kernel_shap_is_exact_with_every_coalition_and_seeded_below(tiny_engine, instance):
+    """The Kernel SHAP curve of bench/cc_shap_convergence.py (shap is the study's only, so the test needs it)."""
+    pytest.importorskip("shap", reason="the convergence study's Kernel SHAP curve needs shap (pip install shap)")
+    path = Path(__file__).parents[1] / "bench" / "cc_shap_convergence.py"
+    spec = importlib.util.spec_from_file_location("cc_shap_convergence", path)
+    study = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(study)
+    lay = post_hoc_layout(tiny_engine, instance, 0)
+    baseline = tiny_engine.lm.encode("...", continuation=True)[0]
+    n = len(lay.question)
+    assert 2**n <= 1024, "the enumeration needs a short question"
+    exact = exact_shapley_values(CoalitionForward(tiny_engine, lay, 1), baseline)
+
+    def kernel(n_samples: int, seed: int) -> np.ndarray:
+        fit = study.KernelFit(CoalitionForward(tiny_engine, lay, 1), baseline, n_samples, seed)
+        fit.record()
+        score_recorded(tiny_engine, [fit.forward])
+        return fit.values()
+
+    np.testing.assert_allclose(kernel(2**n // n + 1, 0), exact, rtol=1e-4, atol=1e-7)
+    np.random.seed(123)
+    drawn = np.random.random()
+    np.random.seed(123)
+    values = kernel(4, 7)
+    assert np.random.random() == drawn, "the fit's seed leaves numpy's global generator alone"
+    np.testing.assert_allclose(values.sum(axis=1), exact.sum(axis=1), rtol=1e-4, atol=1e-7)
+    np.testing.assert_array_equal(values, kernel(4, 7))
+    assert not np.allclose(values, kernel(4, 8)) and not np.allclose(values, exact)
+    assert (
+        study.distinct_coalitions([study.KernelFit(CoalitionForward(tiny_engine, lay, 1), baseline, 4, 7)]) <= 4 * n + 2
+    )
