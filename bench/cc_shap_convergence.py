@@ -20,37 +20,21 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
+
+from recoe_causaldiag.metrics.cc_shap import Attribution, CoalitionForward
 
 REFERENCE_SEEDS = 10_000
 """Seeds of the reference's permutations start here, far from the estimates' seeds."""
 
 
-class KernelFit:
+class KernelFit(Attribution):
     """Kernel SHAP (Lundberg & Lee, 2017) of a layout's outputs by shap's `KernelExplainer`: the weighted
     least-squares fit of scored coalitions paired with their complements, the subset sizes it can afford enumerated
     whole, the efficiency constraint exact. Its budget is the coalitions of `n_samples` permutations (`n_samples` ×
-    the question's tokens, besides the empty and the full one). Recorded and read in two passes as an Attribution
-    is, on the same forward."""
+    the question's tokens, besides the empty and the full one); recorded, then read, as any Attribution."""
 
-    estimator = "kernel"
-
-    def __init__(self, forward, baseline_id: int, n_samples: int, seed: int) -> None:
-        self.forward, self.baseline_id, self.n_samples, self.seed = forward, baseline_id, n_samples, seed
-
-    def record(self) -> None:
-        self.forward.recording = True
-        try:
-            self._fit()
-        finally:
-            self.forward.recording = False
-
-    def values(self) -> np.ndarray:
-        """Shapley values, shape (1 + T, n_question_tokens), as `Attribution.values`."""
-        return self._fit()
-
-    def _fit(self) -> np.ndarray:
-        import torch
-
+    def _run(self) -> np.ndarray:
         try:
             from shap import KernelExplainer
         except ImportError:
@@ -73,14 +57,11 @@ class KernelFit:
 
 
 def estimates(engine, layout, answer, baseline_id, seeds, estimator, n_samples, forward):
-    """One estimate of `n_samples` per seed (an Attribution, or a KernelFit), all reading one shared forward, so a
-    coalition any of them needs is scored once."""
-    from recoe_causaldiag.metrics.cc_shap import Attribution
-
-    if estimator == "kernel":
-        return [KernelFit(forward, baseline_id, n_samples, seed) for seed in seeds]
+    """One estimate of `n_samples` per seed (an Attribution, or a KernelFit for "kernel"), all reading one shared
+    forward, so a coalition any of them needs is scored once."""
+    kind = KernelFit if estimator == "kernel" else Attribution
     return [
-        Attribution(
+        kind(
             engine,
             layout,
             answer,
@@ -103,7 +84,7 @@ def single_permutations(engine, layout, answer, baseline_id, seeds, estimator, f
 def main() -> None:
     from recoe_causaldiag.api import Instance
     from recoe_causaldiag.mechanisms.prompting import label_request
-    from recoe_causaldiag.metrics.cc_shap import CoalitionForward, cc_shap_score, post_hoc_layout, score_recorded
+    from recoe_causaldiag.metrics.cc_shap import cc_shap_score, post_hoc_layout, score_recorded
     from recoe_causaldiag.models import DEFAULT_MODEL, load_model
     from recoe_causaldiag.scoring import ScoringEngine
     from recoe_causaldiag.task_pairs import iter_task_pairs
@@ -226,14 +207,21 @@ def report(summary: dict, out: Path) -> None:
 def distinct_coalitions(attributions) -> int:
     """The coalitions an estimate made of these attributions' permutations (or of this fit) needs, each scored once:
     the same estimates recorded again on a fresh forward."""
-    from recoe_causaldiag.metrics.cc_shap import CoalitionForward
-
     first = attributions[0]
     layout, answer = first.forward.layout, first.forward.label_index
     probe = CoalitionForward(first.forward.engine, layout, answer)
     for a in attributions:
-        (again,) = estimates(probe.engine, layout, answer, a.baseline_id, [a.seed], a.estimator, a.n_samples, probe)
-        again.record()
+        kind = type(a)
+        kind(
+            probe.engine,
+            layout,
+            answer,
+            baseline_id=a.baseline_id,
+            n_samples=a.n_samples,
+            seed=a.seed,
+            estimator=a.estimator,
+            forward=probe,
+        ).record()
     return len(probe.recorded)
 
 

@@ -238,7 +238,7 @@ def test_convergence_study_kernel_shap_is_exact_with_every_coalition_and_seeded_
     exact = exact_shapley_values(CoalitionForward(tiny_engine, lay, 1), baseline)
 
     def kernel(n_samples: int, seed: int) -> np.ndarray:
-        fit = study.KernelFit(CoalitionForward(tiny_engine, lay, 1), baseline, n_samples, seed)
+        fit = study.KernelFit(tiny_engine, lay, 1, baseline_id=baseline, n_samples=n_samples, seed=seed)
         fit.record()
         score_recorded(tiny_engine, [fit.forward])
         return fit.values()
@@ -252,6 +252,5 @@ def test_convergence_study_kernel_shap_is_exact_with_every_coalition_and_seeded_
     np.testing.assert_allclose(values.sum(axis=1), exact.sum(axis=1), rtol=1e-4, atol=1e-7)
     np.testing.assert_array_equal(values, kernel(4, 7))
     assert not np.allclose(values, kernel(4, 8)) and not np.allclose(values, exact)
-    assert (
-        study.distinct_coalitions([study.KernelFit(CoalitionForward(tiny_engine, lay, 1), baseline, 4, 7)]) <= 4 * n + 2
-    )
+    fit = study.KernelFit(tiny_engine, lay, 1, baseline_id=baseline, n_samples=4, seed=7)
+    assert study.distinct_coalitions([fit]) == 4 * n + 2, "the budget's coalitions, the empty and the full one"
