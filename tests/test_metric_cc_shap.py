@@ -1,5 +1,6 @@
 """CC-SHAP: the aggregation and cosine on hand-made attributions, the prompt split (edits never masked),
-Shapley efficiency and seeding on a tiny random model, and the real default model on two FactCheck instances."""
+Shapley efficiency and seeding on a tiny random model, the real default model on two FactCheck instances, and the
+convergence study's Kernel SHAP against exact enumeration (where shap is installed)."""
 
 import importlib.util
 import itertools
@@ -225,7 +226,7 @@ def exact_shapley_values(forward: CoalitionForward, baseline: int) -> np.ndarray
 
 
 def test_convergence_study_kernel_shap_is_exact_with_every_coalition_and_seeded_below(tiny_engine, instance):
-    """The Kernel SHAP curve of bench/cc_shap_convergence.py (shap is the study's only, so the test needs it)."""
+    """The Kernel SHAP curve of bench/cc_shap_convergence.py (shap is used by the study alone, not the package)."""
     pytest.importorskip("shap", reason="the convergence study's Kernel SHAP curve needs shap (pip install shap)")
     path = Path(__file__).parents[1] / "bench" / "cc_shap_convergence.py"
     spec = importlib.util.spec_from_file_location("cc_shap_convergence", path)
