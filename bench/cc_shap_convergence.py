@@ -114,6 +114,7 @@ def main() -> None:
     answers = [int(np.argmax(p)) for p in engine.label_probs([label_request(i) for i in instances])]
     ks = [k for k in (1, 2, 4, 8, 16, 32, 64) if k <= args.pool]
     kinds = ("sampling", "antithetic", *(("kernel",) if args.kernel else ()))
+    kernel_ks = ks[1:] if args.kernel else []
     plans = []
     for instance, answer in zip(instances, answers, strict=True):
         layout = post_hoc_layout(engine, instance, answer)
@@ -123,6 +124,7 @@ def main() -> None:
         seeds = range(REFERENCE_SEEDS, REFERENCE_SEEDS + args.reference)
         plans.append(
             {
+                "forward": shared,
                 "sampling": single_permutations(
                     engine, layout, answer, baseline_id, range(args.pool), "sampling", shared
                 ),
@@ -131,10 +133,8 @@ def main() -> None:
                 ),
                 "kernel": {
                     k: estimates(engine, layout, answer, baseline_id, range(args.pool // k), "kernel", k, shared)
-                    for k in ks[1:]
-                }
-                if args.kernel
-                else {},
+                    for k in kernel_ks
+                },
                 "reference": single_permutations(engine, layout, answer, baseline_id, seeds, "sampling", shared),
             }
         )
@@ -146,7 +146,7 @@ def main() -> None:
     ]
     for attribution in every:
         attribution.record()
-    score_recorded(engine, [plan["reference"][0].forward for plan in plans])
+    score_recorded(engine, [plan["forward"] for plan in plans])
 
     errors = {kind: {k: [] for k in ks if k >= 2 or kind == "sampling"} for kind in kinds}
     costs = {kind: {k: [] for k in errors[kind]} for kind in kinds}
