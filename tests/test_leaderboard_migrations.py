@@ -4,6 +4,8 @@ and scores kept."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -73,9 +75,32 @@ def test_a_database_of_revision_0001_gains_the_parameter_count_with_its_jobs_kep
 
     upgraded = JobQueue.open(url)
     with upgraded.engine.connect() as connection:
-        assert schema_revision(connection) == SCHEMA_REVISION == "0002"
+        assert schema_revision(connection) == SCHEMA_REVISION == "0003"
         assert compare_metadata(MigrationContext.configure(connection), metadata) == []
     scores = upgraded.finished_scores()
     assert [s.row for s in scores] == rows and {(s.job_id, s.parameters) for s in scores} == {(job_id, None)}
     again = upgraded.store_finished(request("m2"), "results file", [("factcheck", "1.4.0", rows)], "", 134_515_008)
     assert {s.parameters for s in upgraded.finished_scores() if s.job_id == again.job.id} == {134_515_008}
+
+
+def test_a_database_of_revision_0002_gains_the_results_digest_and_its_jobs_keep_their_keys(tmp_path):
+    url = f"sqlite:///{tmp_path / 'q.sqlite'}"
+    rows = [PairScoreRow(f"p{i}", "factcheck", "random_baseline", "v", 1.0, 0.0, 1.0) for i in range(3)]
+    job_id = stored_then_taken_back(url, "0002", stamped=True, rows=rows)
+    columns, revision = columns_and_revision(url)
+    assert revision == "0002" and "parameters" in columns and "results_sha256" not in columns
+
+    upgraded = JobQueue.open(url)
+    with upgraded.engine.connect() as connection:
+        assert schema_revision(connection) == SCHEMA_REVISION
+        assert compare_metadata(MigrationContext.configure(connection), metadata) == []
+    (job,) = upgraded.jobs()
+    assert (
+        job.id == job_id and job.request.results_sha256 is None and [s.row for s in upgraded.finished_scores()] == rows
+    )
+    assert upgraded.submit(request("m"), "alice", pair_cap=None).duplicate, "a stored job's key is unchanged"
+    digest = "ab" * 32
+    imported = upgraded.store_finished(
+        replace(request("m"), results_sha256=digest), "file", [("factcheck", "1.4.0", rows)], ""
+    )
+    assert not imported.duplicate and upgraded.get(imported.job.id).request.results_sha256 == digest

@@ -22,7 +22,7 @@ from recoe_causaldiag.leaderboard.integrity import InvalidData, public_model_nam
 from recoe_causaldiag.leaderboard.module_source import ModuleSource
 from recoe_causaldiag.leaderboard.queue import FinishedScore, JobQueue
 from recoe_causaldiag.leaderboard.render import BoardFilter, board_records, inert, queue_table, submission_message
-from recoe_causaldiag.leaderboard.seed import seed_if_empty
+from recoe_causaldiag.leaderboard.seed import import_results, read_results, seed_if_empty
 from recoe_causaldiag.leaderboard.service import MAX_ADMIN_FAILURES, MAX_UPLOAD_BYTES, Leaderboard
 from recoe_causaldiag.leaderboard.settings import SEED_RESULTS_ENV, LeaderboardSettings
 from recoe_causaldiag.leaderboard.validation import Rejected, model_request
@@ -347,6 +347,28 @@ def test_a_bad_seed_file_leaves_the_board_empty_and_seeding_is_tried_again(tmp_p
     assert queue.is_empty()
     (folder / "b_multihop.json").write_text(json.dumps(one_task_results("multihop", 0.5)))
     assert [s.job.request.tasks for s in seed_if_empty(queue, [folder])] == [("factcheck",), ("multihop",)]
+
+
+def test_results_files_that_differ_only_in_their_variants_are_two_jobs_and_one_file_twice_is_one(tmp_path, settings):
+    """Two runs of one model, task and metric that scored different variants (CC-SHAP's post-hoc, then its CoT) ask
+    the same request: both are seeded, each cell on the board; the same file imported again is a duplicate."""
+    folder = tmp_path / "seed"
+    folder.mkdir()
+    for variant, d in (("post_hoc", 1.0), ("cot", 0.0)):
+        doc = one_task_results("factcheck", d)
+        for pair in doc["pairs"]:
+            pair["variant"] = variant
+        (folder / f"cc_shap_{variant}.json").write_text(json.dumps(doc))
+    queue = JobQueue.open(settings.db_url)
+    first, second = seed_if_empty(queue, [folder])
+    assert not first.duplicate and not second.duplicate and first.job.id != second.job.id
+    assert first.job.request.results_sha256 != second.job.request.results_sha256
+    assert {(r.variant, r.per_task["factcheck"].value) for r in compute_board(queue.finished_scores()).rows} == {
+        ("post_hoc", 1.0),
+        ("cot", 0.0),
+    }
+    again = import_results(queue, read_results(folder / "cc_shap_cot.json"))
+    assert again.duplicate and again.job.id == first.job.id and len(queue.jobs()) == 2
 
 
 def test_the_spaces_own_seed_folder_seeds_a_board_with_every_file_it_holds(tmp_path):

@@ -48,7 +48,9 @@ class JobRequest:
     """What a submitter asks for: a model evaluated on tasks with metrics, or a submitted metric on a model.
 
     For a metric job, ``metrics`` holds the submitted metric's name and ``metric_source`` its module folder
-    or Hub id.
+    or Hub id. A results file imported as a finished job carries ``results_sha256``, the digest of what the file
+    holds: two files that ask the same (say, two variants of one metric, or two pair counts) are two jobs, and the
+    same file imported again is the same one.
     """
 
     kind: str
@@ -60,11 +62,12 @@ class JobRequest:
     tasks: tuple[str, ...]
     metrics: tuple[str, ...]
     metric_source: str | None = None
+    results_sha256: str | None = None
 
     @property
     def key(self) -> str:
         """Identical requests share this key; task and metric order does not matter."""
-        fields = {
+        fields: dict[str, Any] = {
             "kind": self.kind,
             "model": self.model,
             "revision": self.revision,
@@ -75,6 +78,8 @@ class JobRequest:
             "metrics": sorted(self.metrics),
             "metric_source": self.metric_source,
         }
+        if self.results_sha256 is not None:  # absent otherwise, so that the keys stored before it stay the same
+            fields["results_sha256"] = self.results_sha256
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
@@ -110,6 +115,7 @@ class Job:
             _split(row["tasks"]),
             _split(row["metrics"]),
             row["metric_source"],
+            row["results_sha256"],
         )
         return cls(
             row["id"],
@@ -393,6 +399,7 @@ class JobQueue:
                         tasks=",".join(request.tasks),
                         metrics=",".join(request.metrics),
                         metric_source=request.metric_source,
+                        results_sha256=request.results_sha256,
                         request_key=request.key,
                         **fresh,
                     )

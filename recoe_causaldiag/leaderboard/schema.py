@@ -41,6 +41,7 @@ jobs = Table(
     Column("tasks", Text, nullable=False),
     Column("metrics", Text, nullable=False),
     Column("metric_source", Text),
+    Column("results_sha256", String(64)),
     Column("pair_cap", Integer),
     Column("submitter", String(200), nullable=False, index=True),
     Column("request_key", String(64), nullable=False, index=True),
@@ -181,7 +182,7 @@ def _sqlite_begin(database: DatabaseFile, read_timeout_s: float):
     return begin
 
 
-SCHEMA_REVISION = "0002"
+SCHEMA_REVISION = "0003"
 """The newest migration in `migrations/versions/`: what `migrate` brings every database to."""
 PRE_MIGRATIONS_REVISION = "0001"
 """The revision whose tables a database made before migrations existed holds (it is stamped with it)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Sequence
@@ -27,8 +28,9 @@ class FinishedResults:
 
 
 def read_results(path: Path) -> FinishedResults:
-    """The finished job a results file describes; InvalidData naming the file when it cannot be read, is no results
-    file, or holds a row or parameter count the board would refuse."""
+    """The finished job a results file describes, its request naming the digest of what the file holds (so that
+    files of one model, tasks and metrics are jobs of their own); InvalidData naming the file when it cannot be
+    read, is no results file, or holds a row or parameter count the board would refuse."""
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
         model = doc["model"]
@@ -48,6 +50,7 @@ def read_results(path: Path) -> FinishedResults:
             doc["explanations"],
             tuple(versions),
             metrics,
+            results_sha256=hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest(),
         )
     except InvalidData as error:
         raise InvalidData(f"seed results {path}: {error}") from error
