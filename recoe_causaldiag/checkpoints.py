@@ -1,8 +1,9 @@
 """Checkpoints of a run, so that an interrupted run continues where it stopped: each task's model-side controls (after
-every few pairs) and each (task, metric)'s raw per-pair scores are written, whole or not at all, to a folder beside
-the results file as soon as they are computed; a later run of the same spec reads them instead of computing them
-again, provided they were computed on the same pairs (ids, in order: data rebuilt in between is scored afresh). A
-finished run removes its folder. The statistics are always computed afresh from the scores.
+every few pairs) and each (task, metric)'s raw per-pair scores (once computed, or for a costly metric after every
+few pairs, `Metric.pairs_per_checkpoint`) are written, whole or not at all, to a folder beside the results file; a
+later run of the same spec reads them instead of computing them again, provided they were computed on the same pairs
+(ids, in order: data rebuilt in between is scored afresh). A finished run removes its folder. The statistics are
+always computed afresh from the scores.
 
 A finished run's results can seed the checkpoints of a run that differs from it only in its metrics (`reusing`,
 `Checkpoint.take_finished`): its controls and the scores of every metric it ran with the same options are read, not
@@ -119,12 +120,14 @@ class Checkpoint:
 
     def scores(self, task: str, metric: str, pair_ids: Sequence[str]) -> tuple[list[VariantScores], float] | None:
         """A metric's per-pair scores on the task (both directions, as `Metric.score` returned them) and the seconds
-        they took, when a checkpoint holds them for these pairs (`pair_ids`, in scoring order)."""
+        they took, when a checkpoint holds them for the first of these pairs (`pair_ids`, in scoring order: all of
+        them, or those scored before a run was interrupted)."""
         path = self.folder / f"scores-{_safe(task)}-{_safe(metric)}.npz"
         if not path.is_file():
             return None
         with np.load(path) as stored:
-            if json.loads(str(stored["pair_ids"])) != list(pair_ids):
+            ids = json.loads(str(stored["pair_ids"]))
+            if not ids or ids != list(pair_ids[: len(ids)]):
                 return None
             variants = json.loads(str(stored["variants"]))
             scored = [

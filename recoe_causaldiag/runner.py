@@ -14,12 +14,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from . import __version__
 from .api.instance import VariantScores
-from .api.metric import metric_registry
+from .api.metric import Metric, metric_registry
 from .api.records import PairRecord
 from .api.rows import PairControlRow, PairScoreRow
 from .api.run_spec import DatasetIdentity, RunSpec
@@ -199,6 +200,44 @@ def with_swapped_scores(rows: Sequence[PairScoreRow], swapped: Sequence[PairScor
     ]
 
 
+def metric_scores(
+    task: str,
+    metric: Metric,
+    pairs: Sequence[PairRecord],
+    pair_ids: Sequence[str],
+    engine: ScoringEngine,
+    checkpoint: Checkpoint | None = None,
+) -> tuple[list[VariantScores], float]:
+    """The metric's scores of `pairs` (ids `pair_ids`, in order) and the seconds they took. With a `checkpoint`, the
+    scores it holds for the first pairs are read, and the rest are computed `Metric.pairs_per_checkpoint` at a time,
+    each step written to it with the seconds so far; all at once without a checkpoint or for a metric without a
+    step."""
+    stored = checkpoint.scores(task, metric.name, pair_ids) if checkpoint else None
+    scored, seconds = stored if stored is not None else ([], 0.0)
+    done = len(scored[0].faithful) if scored else 0
+    step = (metric.pairs_per_checkpoint if checkpoint else None) or max(len(pairs), 1)
+    starts = range(done, len(pairs), step) if pairs else range(1)  # without pairs: the metric's empty variants
+    for start in starts:
+        started = time.perf_counter()
+        part = metric.score(pairs[start : start + step], engine)
+        seconds += time.perf_counter() - started
+        scored = [joined(before, after) for before, after in zip(scored, part, strict=True)] if scored else part
+        if checkpoint:
+            checkpoint.save_scores(task, metric.name, pair_ids[: start + step], scored, seconds)
+    return scored, seconds
+
+
+def joined(before: VariantScores, after: VariantScores) -> VariantScores:
+    """One variant's scores of some pairs followed by its scores of the next ones."""
+    if before.variant != after.variant:
+        raise ValueError(f"variant {after.variant!r} follows {before.variant!r}: the metric's variants changed")
+    return VariantScores(
+        before.variant,
+        np.concatenate([before.faithful, after.faithful]),
+        np.concatenate([before.unfaithful, after.unfaithful]),
+    )
+
+
 def score_task(
     spec: RunSpec, task_pairs: TaskPairs, engine: ScoringEngine, checkpoint: Checkpoint | None = None
 ) -> TaskScores:
@@ -233,15 +272,8 @@ def score_task(
     results: list[dict[str, Any]] = []
     rows: list[PairScoreRow] = []
     for name in spec.metrics:
-        stored = checkpoint.scores(task.name, name, scored_ids) if checkpoint else None
-        if stored is None:
-            started = time.perf_counter()
-            scored = metric_registry().get(name)(**spec.options_for(name)).score(pairs + swapped.pairs, engine)
-            seconds = time.perf_counter() - started
-            if checkpoint:
-                checkpoint.save_scores(task.name, name, scored_ids, scored, seconds)
-        else:
-            scored, seconds = stored
+        metric = metric_registry().get(name)(**spec.options_for(name))
+        scored, seconds = metric_scores(task.name, metric, pairs + swapped.pairs, scored_ids, engine, checkpoint)
         for variant in scored:
             variant_rows = task_pairs.score_rows(
                 name, VariantScores(variant.variant, variant.faithful[:n], variant.unfaithful[:n])

@@ -113,6 +113,46 @@ def test_an_interrupted_runs_controls_continue_after_the_last_pairs_it_checkpoin
     assert rows[:2] == first_two
 
 
+def test_an_interrupted_costly_metric_continues_after_the_last_pairs_it_checkpointed(tmp_path, monkeypatch):
+    """A metric with `pairs_per_checkpoint` writes its scores after every so many pairs: a run stopped inside it
+    scores only the pairs after its last checkpoint when given again, and ends as a run that scored them all at
+    once (random_baseline's scores depend on each instance alone, so they are equal, not merely close)."""
+    argv = ["run", "--task", "factcheck", "--metric", "random", "--limit", "2", "--data-dir", str(tmp_path / "data")]
+    argv += ["--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "whole.json")]) == 0
+    calls, score, steps_allowed = [], RandomBaseline.score_instances, [2]
+
+    def recording(self, instances, engine):
+        if len(calls) == steps_allowed[0]:
+            raise Interrupted
+        calls.append(tuple((instance.question, instance.edits) for instance in instances))
+        return score(self, instances, engine)
+
+    monkeypatch.setattr(RandomBaseline, "pairs_per_checkpoint", 1)
+    monkeypatch.setattr(RandomBaseline, "score_instances", recording)
+    out = tmp_path / "resumed.json"
+    with pytest.raises(Interrupted):
+        main([*argv, "--out", str(out)])
+    (saved,) = checkpoint_folder(out).glob("scores-*.npz")
+    with np.load(saved) as stored:
+        assert json.loads(str(stored["pair_ids"])) == [row["pair_id"] for row in whole_pairs(tmp_path)]
+    assert [len(step) for step in calls] == [2, 2], "one pair, both explanations, per step"
+
+    first_two = list(calls)
+    calls.clear()
+    steps_allowed[0] = 99
+    assert main([*argv, "--out", str(out)]) == 0
+    assert len(calls) == 2 and not set(calls) & set(first_two), "the two swapped pairs alone, a step each"
+    whole, resumed = (json.loads((tmp_path / name).read_text()) for name in ("whole.json", "resumed.json"))
+    assert _without_run_details(resumed) == _without_run_details(whole)
+    assert not checkpoint_folder(out).exists()
+
+
+def whole_pairs(folder) -> list[dict]:
+    """The pair rows of the uninterrupted run in `folder`."""
+    return json.loads((folder / "whole.json").read_text())["pairs"]
+
+
 def _without_run_details(document: dict) -> dict:
     """A results document without what differs between two runs of one spec (when and how long they took)."""
     results = [{key: value for key, value in entry.items() if key != "seconds"} for entry in document["results"]]

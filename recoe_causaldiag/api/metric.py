@@ -35,6 +35,10 @@ class Metric(ABC):
     variant_option: ClassVar[str | None] = None
     layer_options: ClassVar[tuple[str, ...]] = ()
     """The constructor options that hold decoder layer indices, checked against the model's depth before it loads."""
+    pairs_per_checkpoint: ClassVar[int | None] = None
+    """In a checkpointed run, the pairs scored between two checkpoints of this metric's scores (a pair seen from its
+    contrast model counts as one), so that an interrupted run loses at most these; None: all pairs at once, which
+    suits a metric that takes seconds per pair and gains from batching them all."""
     helper_option: ClassVar[str | None] = None
     """The constructor option that names a model serving the metric (a simulator, a helper LM), if any. Left out, the
     metric uses another model than the evaluated one; a run names it in its spec (`RunSpec.with_helper_models`)."""

@@ -308,6 +308,7 @@ class CCShap(Metric):
 
     name = "cc_shap"
     explanation_type = "post-hoc"
+    pairs_per_checkpoint = 2  # the capable model on 2 CPU cores: up to about 6 min per pair for both variants
     description = "cosine similarity of question-token Shapley values for the prediction and for the explanation"
     title = "CC-SHAP"
     long_description = (
