@@ -5,9 +5,10 @@ later run of the same spec reads them instead of computing them again, provided 
 (ids, in order: data rebuilt in between is scored afresh). A finished run removes its folder. The statistics are
 always computed afresh from the scores.
 
-A finished run's results can seed the checkpoints of a run that differs from it only in its metrics (`reusing`,
-`Checkpoint.take_finished`): its controls and the scores of every metric it ran with the same options are read, not
-computed again, so adding a metric to a finished run costs that metric alone."""
+A finished run's results can seed the checkpoints of a run that differs from it only in its metrics and in how many
+pairs it samples (`reusing`, `Checkpoint.take_finished`): its controls and the scores of every metric it ran with the
+same options are read for the pairs both runs hold, not computed again, so adding a metric to a finished run costs
+that metric alone, and a larger `--limit` costs the pairs it adds alone."""
 
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ log = logging.getLogger(__name__)
 
 SPEC_FILE = "run_spec.json"
 
-METRIC_FIELDS = frozenset({"metrics", "metric_options", "metric_defaults"})
-"""The run spec's fields in which a run may differ from the finished run whose scores it reuses."""
+REUSABLE_FIELDS = frozenset({"metrics", "metric_options", "metric_defaults", "limit"})
+"""The run spec's fields in which a run may differ from the finished run whose scores it reuses (a metric is read
+only where its options are the same; scores and controls only for the pairs that both runs sample)."""
 
 PINNED_FIELDS = frozenset({"model_identity", "datasets", "package_version", "editor_statistics", "editor_settings"})
 """The fields a finished run's spec records about what ran (a reusing run is pinned to its model and data)."""
@@ -63,9 +65,9 @@ def scored_pair_ids(pair_ids: Sequence[str], swapped: bool) -> list[str]:
 
 def reusing(spec: RunSpec, finished: Mapping[str, Any]) -> RunSpec:
     """`spec` pinned to the model and the data of a finished run (its results document, SPEC §8), whose scores it
-    will reuse; ValueError unless the two runs differ in their metrics and the metrics' options alone (same model,
-    tasks, pairs, editor, explanations, seed, batch size, precision, swap) and the finished one was made by this
-    version of the library (another's scores need not be this one's)."""
+    will reuse; ValueError unless the two runs differ in their metrics, the metrics' options and their `limit` alone
+    (same model, tasks, data, editor, explanations, seed, batch size, precision, swap) and the finished one was made
+    by this version of the library (another's scores need not be this one's)."""
     try:
         recorded = RunSpec.from_dict(finished["run_spec"])
     except (KeyError, TypeError, ValueError) as err:
@@ -78,11 +80,21 @@ def reusing(spec: RunSpec, finished: Mapping[str, Any]) -> RunSpec:
             "its scores need not be this version's"
         )
     mine, theirs = spec.to_dict(), recorded.to_dict()
-    differ = sorted(key for key in mine if key not in METRIC_FIELDS | PINNED_FIELDS and mine[key] != theirs[key])
+    differ = sorted(key for key in mine if key not in REUSABLE_FIELDS | PINNED_FIELDS and mine[key] != theirs[key])
     if differ:
         shown = "; ".join(f"{key}: {theirs[key]!r} there, {mine[key]!r} here" for key in differ)
         raise ValueError(f"that run differs from this one in more than its metrics ({shown})")
     return replace(spec, model_identity=recorded.model_identity, datasets=recorded.datasets)
+
+
+@dataclass(frozen=True)
+class StoredScores:
+    """A metric's scores of the pairs `pair_ids` (each variant's arrays in that order) as a checkpoint holds them, and
+    the seconds they took (a share of the stored pairs' seconds, in proportion, when only some of them are taken)."""
+
+    pair_ids: tuple[str, ...]
+    scored: list[VariantScores]
+    seconds: float
 
 
 @dataclass
@@ -106,34 +118,39 @@ class Checkpoint:
             log.warning("resuming from %s: %d checkpoint(s) found", folder, len(done))
         return cls(folder)
 
-    def controls(self, task: str, pair_ids: Sequence[str]) -> list[PairControlRow]:
-        """The task's control rows that a checkpoint holds for the first of these pairs (all, some or none of them)."""
+    def controls(self, task: str, pair_ids: Sequence[str]) -> dict[str, PairControlRow]:
+        """The task's control rows that a checkpoint holds for any of these pairs (all, some or none of them), by pair
+        id in the order of `pair_ids`."""
         path = self.folder / f"controls-{_safe(task)}.json"
         if not path.is_file():
-            return []
-        rows = [PairControlRow.from_json(row) for row in json.loads(path.read_text(encoding="utf-8"))]
-        return rows if [row.pair_id for row in rows] == list(pair_ids[: len(rows)]) else []
+            return {}
+        held = {row["pair_id"]: PairControlRow.from_json(row) for row in json.loads(path.read_text(encoding="utf-8"))}
+        return {pair_id: held[pair_id] for pair_id in pair_ids if pair_id in held}
 
     def save_controls(self, task: str, rows: Sequence[PairControlRow]) -> None:
         text = json.dumps([row.to_json() for row in rows])
         write_whole(self.folder / f"controls-{_safe(task)}.json", lambda path: path.write_text(text, encoding="utf-8"))
 
-    def scores(self, task: str, metric: str, pair_ids: Sequence[str]) -> tuple[list[VariantScores], float] | None:
-        """A metric's per-pair scores on the task (both directions, as `Metric.score` returned them) and the seconds
-        they took, when a checkpoint holds them for the first of these pairs (`pair_ids`, in scoring order: all of
-        them, or those scored before a run was interrupted)."""
+    def scores(self, task: str, metric: str, pair_ids: Sequence[str]) -> StoredScores | None:
+        """A metric's per-pair scores on the task (as `Metric.score` returned them, a pair seen from its contrast model
+        having an id of its own) that a checkpoint holds for any of these pairs (`pair_ids`, in scoring order): all of
+        them, those scored before a run was interrupted, or those a finished run with another `limit` shares."""
         path = self.folder / f"scores-{_safe(task)}-{_safe(metric)}.npz"
         if not path.is_file():
             return None
         with np.load(path) as stored:
             ids = json.loads(str(stored["pair_ids"]))
-            if not ids or ids != list(pair_ids[: len(ids)]):
+            rows = {pair_id: row for row, pair_id in enumerate(ids)}
+            held = [pair_id for pair_id in pair_ids if pair_id in rows]
+            if not held:
                 return None
+            taken = [rows[pair_id] for pair_id in held]
             variants = json.loads(str(stored["variants"]))
             scored = [
-                VariantScores(v, stored[f"{k}_faithful"], stored[f"{k}_unfaithful"]) for k, v in enumerate(variants)
+                VariantScores(v, stored[f"{k}_faithful"][taken], stored[f"{k}_unfaithful"][taken])
+                for k, v in enumerate(variants)
             ]
-            return scored, float(stored["seconds"])
+            return StoredScores(tuple(held), scored, float(stored["seconds"]) * len(held) / len(ids))
 
     def save_scores(
         self, task: str, metric: str, pair_ids: Sequence[str], scored: Sequence[VariantScores], seconds: float
@@ -150,7 +167,8 @@ class Checkpoint:
     def take_finished(self, finished: Mapping[str, Any], spec: RunSpec) -> list[str]:
         """Checkpoints from a finished run's results document that `reusing` accepted for `spec` (as it will run: its
         helper models and defaults resolved): every task's controls, and the per-pair scores (both directions) and
-        seconds of every metric both runs compute with the same options. The `task · metric` entries taken."""
+        seconds of every metric both runs compute with the same options; this run reads them for the pairs it shares
+        with that one. The `task · metric (n pairs)` entries taken."""
         recorded = RunSpec.from_dict(finished["run_spec"])
         controls: defaultdict[str, list[PairControlRow]] = defaultdict(list)
         for row in finished["pair_controls"]:
@@ -170,7 +188,7 @@ class Checkpoint:
             variants = dict.fromkeys(row.variant for row in metric_rows)
             scored = [_variant_scores(variant, metric_rows, swapped) for variant in variants]
             self.save_scores(task, metric, scored_pair_ids(ids, swapped), scored, seconds[task, metric])
-            taken.append(f"{task} · {metric}")
+            taken.append(f"{task} · {metric} ({len(ids)} pairs)")
         return taken
 
     def finish(self) -> None:

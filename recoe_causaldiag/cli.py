@@ -584,9 +584,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--reuse",
         metavar="RESULTS",
-        help="a finished run's results JSON that differs from this run in its metrics alone: its controls and the "
-        "scores of every metric it ran with the same options are read from it (this run is pinned to its model and "
-        "data), so only the other metrics are computed",
+        help="a finished run's results JSON that differs from this run in its metrics and --limit alone: its controls "
+        "and the scores of every metric it ran with the same options are read from it for the pairs both runs sample "
+        "(this run is pinned to its model and data), so only the other metrics and pairs are computed",
     )
     run.set_defaults(func=_run)
     rerun = sub.add_parser("rerun", help="rerun exactly the job recorded in a results file's run_spec")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import logging
 import math
 import time
 from collections.abc import Iterator, Sequence
@@ -35,6 +36,8 @@ from .packaged_models import default_helper_model
 from .scoring import ScoringEngine
 from .statistics import Estimate, diagnosticity_from_d, holm
 from .task_pairs import TaskPairs, iter_task_pairs
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "1.7"
 """1.1: per-pair rows name their pair `pair_id` (1.0: `id`, still read) and `run_spec` is resolved to what ran.
@@ -209,22 +212,40 @@ def metric_scores(
     checkpoint: Checkpoint | None = None,
 ) -> tuple[list[VariantScores], float]:
     """The metric's scores of `pairs` (ids `pair_ids`, in order) and the seconds they took. With a `checkpoint`, the
-    scores it holds for the first pairs are read, and the rest are computed `Metric.pairs_per_checkpoint` at a time,
-    each step written to it with the seconds so far; all at once without a checkpoint or for a metric without a
-    step."""
+    scores it holds for any of the pairs are read, and the others are computed `Metric.pairs_per_checkpoint` at a
+    time, each step written to it with the seconds so far; all at once without a checkpoint or for a metric without
+    a step. A metric scores each instance on its own (`Metric`), so the pairs read and those computed may be any."""
     stored = checkpoint.scores(task, metric.name, pair_ids) if checkpoint else None
-    scored, seconds = stored if stored is not None else ([], 0.0)
-    done = len(scored[0].faithful) if scored else 0
-    step = (metric.pairs_per_checkpoint if checkpoint else None) or max(len(pairs), 1)
-    starts = range(done, len(pairs), step) if pairs else range(1)  # without pairs: the metric's empty variants
-    for start in starts:
+    done, scored, seconds = (list(stored.pair_ids), stored.scored, stored.seconds) if stored else ([], [], 0.0)
+    held = set(done)
+    missing = [k for k, pair_id in enumerate(pair_ids) if pair_id not in held]
+    if stored:
+        log.warning(
+            "%s · %s: %d of %d scored pairs read back, %d to compute",
+            task,
+            metric.name,
+            len(done),
+            len(pair_ids),
+            len(missing),
+        )
+    step = (metric.pairs_per_checkpoint if checkpoint else None) or max(len(missing), 1)
+    chunks = [missing[start : start + step] for start in range(0, len(missing), step)] if pairs else [[]]
+    for chunk in chunks:  # without pairs: once, for the metric's empty variants
         started = time.perf_counter()
-        part = metric.score(pairs[start : start + step], engine)
+        part = metric.score([pairs[k] for k in chunk], engine)
         seconds += time.perf_counter() - started
+        done += [pair_ids[k] for k in chunk]
         scored = [joined(before, after) for before, after in zip(scored, part, strict=True)] if scored else part
         if checkpoint:
-            checkpoint.save_scores(task, metric.name, pair_ids[: start + step], scored, seconds)
-    return scored, seconds
+            checkpoint.save_scores(task, metric.name, done, scored, seconds)
+    return [in_order(variant, done, pair_ids) for variant in scored], seconds
+
+
+def in_order(scored: VariantScores, ids: Sequence[str], pair_ids: Sequence[str]) -> VariantScores:
+    """One variant's scores of the pairs `ids` rearranged in the order of `pair_ids` (the same ids)."""
+    row = {pair_id: k for k, pair_id in enumerate(ids)}
+    order = [row[pair_id] for pair_id in pair_ids]
+    return VariantScores(scored.variant, scored.faithful[order], scored.unfaithful[order])
 
 
 def joined(before: VariantScores, after: VariantScores) -> VariantScores:
@@ -263,12 +284,15 @@ def score_task(
     swapped = TaskPairs(task.name, task_pairs.dataset, tuple(map(task.swapped_roles, pairs)) if swap else ())
     ids = [pair.id for pair in pairs]
     scored_ids = scored_pair_ids(ids, swap)
-    controls = checkpoint.controls(task.name, ids) if checkpoint else []
+    held = checkpoint.controls(task.name, ids) if checkpoint else {}
+    missing = [pair for pair in pairs if pair.id not in held]
     step = CONTROL_CHECKPOINT_PAIRS if checkpoint else max(n, 1)
-    for start in range(len(controls), n, step):
-        controls += control_rows(task.name, pairs[start : start + step], engine, counter=task.roles_swappable)
+    for start in range(0, len(missing), step):
+        computed = control_rows(task.name, missing[start : start + step], engine, counter=task.roles_swappable)
+        held.update((row.pair_id, row) for row in computed)
         if checkpoint:
-            checkpoint.save_controls(task.name, controls)
+            checkpoint.save_controls(task.name, list(held.values()))
+    controls = [held[pair_id] for pair_id in ids]
     results: list[dict[str, Any]] = []
     rows: list[PairScoreRow] = []
     for name in spec.metrics:

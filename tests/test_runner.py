@@ -102,6 +102,15 @@ def test_a_run_names_the_model_serving_each_metric_in_its_spec(monkeypatch):
     assert default_helper_model("gemma-3-270m") == default_helper_model("org/model") == DEFAULT_MODEL
 
 
+def test_a_list_valued_option_is_held_as_its_results_file_reads_it_back():
+    """`--metric-option "cc_shap.select=['cot']"` parses to a list; the spec holds it as the tuple a results file
+    reads back, so a run reusing that file (`--reuse`) sees the metric run with the same options."""
+    given = RunSpec(DEFAULT_MODEL, ("factcheck",), ("cc_shap",), metric_options=(("cc_shap", "select", ["cot"]),))
+    read_back = RunSpec.from_dict(json.loads(json.dumps(given.to_dict())))
+    assert given.options_for("cc_shap") == read_back.options_for("cc_shap") == {"select": ("cot",)}
+    assert given == read_back
+
+
 def test_a_run_records_every_metric_options_default_and_a_rerun_keeps_the_recorded_one(monkeypatch):
     """The results file holds the budgets that ran: a default changed by a later version does not change a rerun
     of an older file, and an option given explicitly wins over a recorded default. No model runs."""

@@ -93,6 +93,8 @@ class RunSpec:
     and where those defaults come from."""
 
     def __post_init__(self) -> None:
+        for name in ("metric_options", "metric_defaults", "editor_options"):  # held as a results file reads back
+            object.__setattr__(self, name, _tuples(getattr(self, name)))
         tasks, metrics = task_registry(), metric_registry()
         for task in self.tasks:
             tasks.get(task)
