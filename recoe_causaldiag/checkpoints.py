@@ -1,9 +1,9 @@
 """Checkpoints of a run, so that an interrupted run continues where it stopped: each task's model-side controls (after
 every few pairs) and each (task, metric)'s raw per-pair scores (once computed, or for a costly metric after every
 few pairs, `Metric.pairs_per_checkpoint`) are written, whole or not at all, to a folder beside the results file; a
-later run of the same spec reads them instead of computing them again, provided they were computed on the same pairs
-(ids, in order: data rebuilt in between is scored afresh). A finished run removes its folder. The statistics are
-always computed afresh from the scores.
+later run of the same spec reads them instead of computing them again for the pairs they hold (by pair id: the pairs
+of data rebuilt in between are scored afresh). A finished run removes its folder. The statistics are always computed
+afresh from the scores.
 
 A finished run's results can seed the checkpoints of a run that differs from it only in its metrics and in how many
 pairs it samples (`reusing`, `Checkpoint.take_finished`): its controls and the scores of every metric it ran with the
@@ -83,7 +83,7 @@ def reusing(spec: RunSpec, finished: Mapping[str, Any]) -> RunSpec:
     differ = sorted(key for key in mine if key not in REUSABLE_FIELDS | PINNED_FIELDS and mine[key] != theirs[key])
     if differ:
         shown = "; ".join(f"{key}: {theirs[key]!r} there, {mine[key]!r} here" for key in differ)
-        raise ValueError(f"that run differs from this one in more than its metrics ({shown})")
+        raise ValueError(f"that run differs from this one in more than its metrics and limit ({shown})")
     return replace(spec, model_identity=recorded.model_identity, datasets=recorded.datasets)
 
 
