@@ -161,6 +161,9 @@ def _run_and_write(spec: RunSpec, args: argparse.Namespace) -> int:
     from .report import caveat, write_results
     from .runner import run, served_spec
 
+    out = Path(args.out)
+    if not out.name or out.is_dir():
+        raise UsageError(f"--out {args.out}: names a folder; give the results file, e.g. {out / 'results.json'}")
     spec = spec.with_metric_defaults()
     try:
         options = spec.metric_defaults + spec.metric_options
@@ -174,7 +177,7 @@ def _run_and_write(spec: RunSpec, args: argparse.Namespace) -> int:
         except ValueError as err:
             raise UsageError(f"--reuse {args.reuse}: {err}") from err
     try:
-        checkpoint = Checkpoint.open(Path(args.out), spec)
+        checkpoint = Checkpoint.open(out, spec)
     except OSError as err:
         raise UsageError(f"cannot write the results beside --out {args.out}: {err.strerror or err}") from err
     if finished is not None:
@@ -187,7 +190,7 @@ def _run_and_write(spec: RunSpec, args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         checkpoint=checkpoint,
     )
-    paths = write_results(doc, Path(args.out))
+    paths = write_results(doc, out)
     checkpoint.finish()
     print(paths[1].read_text(encoding="utf-8"))
     print("wrote " + ", ".join(str(p) for p in paths))
@@ -722,9 +725,23 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def _without_library_progress_bars() -> None:
+    """Silence the progress bars that transformers, datasets and huggingface_hub draw of their own (loading
+    weights, building splits), as `--no-progress` silences the command's."""
+    import datasets
+    import huggingface_hub.utils
+    from transformers.utils import logging as transformers_logging
+
+    datasets.disable_progress_bars()
+    huggingface_hub.utils.disable_progress_bars()
+    transformers_logging.disable_progress_bar()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     args = parser().parse_args(argv)
+    if getattr(args, "no_progress", False):
+        _without_library_progress_bars()
     from .api.errors import EditError, LabelTokenError, PublishError, RecordError
     from .curated_sources import SourceError
     from .packaged_models import InsufficientMemoryError

@@ -236,7 +236,7 @@ def test_publish_without_dry_run_offline_is_one_line_error(tmp_path, capsys, mon
 
 
 @pytest.mark.slow  # the real model end to end: minutes on 2 cores, run by `make test-slow`
-def test_reliability_command_writes_per_task_reliability(tmp_path):
+def test_reliability_command_writes_per_task_reliability_and_no_progress_silences_every_bar(tmp_path):
     out = tmp_path / "rel.json"
     done = causaldiag(
         "reliability",
@@ -248,8 +248,10 @@ def test_reliability_command_writes_per_task_reliability(tmp_path):
         str(tmp_path / "d"),
         "--out",
         str(out),
+        "--no-progress",
     )
     assert done.returncode == 0, done.stderr
+    assert "%|" not in done.stderr, "a progress bar was drawn (the model's loading, a dataset's build, the run's own)"
     doc = json.loads(out.read_text())
     assert doc["results"] == [] and [e["task"] for e in doc["edit_reliability"]] == ["factcheck", "multihop"]
     for entry in doc["edit_reliability"]:
@@ -311,6 +313,25 @@ def test_a_bad_metric_option_is_a_usage_error(tmp_path, capsys, monkeypatch):
     )
     assert done.returncode == 2 and "metric cc_shap has no option 'n_sample'" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "x.json").exists()
+
+
+def test_no_progress_also_turns_off_the_bars_the_libraries_draw(tmp_path, capsys, monkeypatch):
+    """transformers draws a bar while it loads weights, datasets while it builds a split: `--no-progress` turns
+    those off too (the slow reliability test checks that a whole command then draws none)."""
+    import datasets
+    import huggingface_hub.utils
+    from transformers.utils import logging as transformers_logging
+
+    try:
+        argv = ["run", "--metric", "filer_tokens", "--no-progress", "--out", "x.json"]
+        done = in_process(capsys, monkeypatch, *argv, cwd=tmp_path)
+        assert done.returncode == 2
+        assert not transformers_logging.is_progress_bar_enabled()
+        assert datasets.are_progress_bars_disabled() and huggingface_hub.utils.are_progress_bars_disabled()
+    finally:
+        transformers_logging.enable_progress_bar()
+        datasets.enable_progress_bars()
+        huggingface_hub.utils.enable_progress_bars()
 
 
 def test_help_and_version_import_nothing_heavy():
@@ -406,6 +427,21 @@ def test_an_unwritable_out_is_refused_before_the_model_loads(tmp_path, capsys, m
     blocker.write_text("not a folder")
     done = in_process(capsys, monkeypatch, "run", "--metric", "random_baseline", "--out", str(blocker / "r.json"))
     assert done.returncode == 2 and "cannot write the results beside --out" in done.stderr
+
+
+@pytest.mark.parametrize("out", [".", "/", "a-folder"])
+def test_an_out_that_names_a_folder_is_refused_before_the_model_loads(tmp_path, capsys, monkeypatch, out):
+    """A run would compute everything and then fail to write its results (and its checkpoints sit beside a name that
+    no file can have), so a folder given as --out is refused first."""
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the model was loaded before --out was checked")
+
+    monkeypatch.setattr("recoe_causaldiag.runner.load_model", no_loading)
+    (tmp_path / "a-folder").mkdir()
+    done = in_process(capsys, monkeypatch, "run", "--metric", "random_baseline", "--out", out, cwd=tmp_path)
+    assert done.returncode == 2 and f"--out {out}: names a folder" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
 def test_rerun_repeats_the_recorded_job_exactly(tmp_path, capsys, monkeypatch):
