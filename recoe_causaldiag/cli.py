@@ -161,9 +161,7 @@ def _run_and_write(spec: RunSpec, args: argparse.Namespace) -> int:
     from .report import caveat, write_results
     from .runner import run, served_spec
 
-    out = Path(args.out)
-    if not out.name or out.is_dir():
-        raise UsageError(f"--out {args.out}: names a folder; give the results file, e.g. {out / 'results.json'}")
+    out = _results_file(args.out)
     spec = spec.with_metric_defaults()
     try:
         options = spec.metric_defaults + spec.metric_options
@@ -197,6 +195,15 @@ def _run_and_write(spec: RunSpec, args: argparse.Namespace) -> int:
     if caveat(spec.model):
         print(caveat(spec.model), file=sys.stderr)
     return 0
+
+
+def _results_file(text: str) -> Path:
+    """`--out` as the results file it must name, refused before any work when it names a folder (the results
+    would be computed and then not written)."""
+    out = Path(text)
+    if not out.name or out.is_dir():
+        raise UsageError(f"--out {text}: names a folder; give the results file, e.g. {out / 'results.json'}")
+    return out
 
 
 def _finished_run(path: str) -> dict[str, Any]:
@@ -427,12 +434,13 @@ def _recoe_eval(args: argparse.Namespace) -> int:
         check_layer_options(spec.model, editor_options=spec.editor_options)
     except ValueError as err:
         raise UsageError(str(err)) from err
+    out = _results_file(args.out) if args.out else None
     doc = evaluate_recoe(spec, data_dir=Path(args.data_dir) if args.data_dir else None, progress=not args.no_progress)
     print(recoe_table(doc))
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        print(f"wrote {args.out}")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"wrote {out}")
     if caveat(args.model):
         print(caveat(args.model), file=sys.stderr)
     return 0

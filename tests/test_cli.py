@@ -429,17 +429,19 @@ def test_an_unwritable_out_is_refused_before_the_model_loads(tmp_path, capsys, m
     assert done.returncode == 2 and "cannot write the results beside --out" in done.stderr
 
 
+@pytest.mark.parametrize("command", [["run", "--metric", "random_baseline"], ["recoe-eval"]])
 @pytest.mark.parametrize("out", [".", "/", "a-folder"])
-def test_an_out_that_names_a_folder_is_refused_before_the_model_loads(tmp_path, capsys, monkeypatch, out):
+def test_an_out_that_names_a_folder_is_refused_before_the_model_loads(tmp_path, capsys, monkeypatch, command, out):
     """A run would compute everything and then fail to write its results (and its checkpoints sit beside a name that
     no file can have), so a folder given as --out is refused first."""
 
     def no_loading(*args, **kwargs):
         raise AssertionError("the model was loaded before --out was checked")
 
-    monkeypatch.setattr("recoe_causaldiag.runner.load_model", no_loading)
+    for module in ("runner", "scoring", "tasks.recoe.evaluation"):
+        monkeypatch.setattr(f"recoe_causaldiag.{module}.load_model", no_loading)
     (tmp_path / "a-folder").mkdir()
-    done = in_process(capsys, monkeypatch, "run", "--metric", "random_baseline", "--out", out, cwd=tmp_path)
+    done = in_process(capsys, monkeypatch, *command, "--out", out, cwd=tmp_path)
     assert done.returncode == 2 and f"--out {out}: names a folder" in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
