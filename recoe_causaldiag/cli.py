@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("causaldiag")
 
 
+NO_PROGRESS_HELP = "draw no progress bars (nor those of transformers and datasets: loading weights, building splits)"
+
+
 class UsageError(Exception):
     """A user mistake reported as one line, exit code 2."""
 
@@ -588,7 +591,7 @@ def parser() -> argparse.ArgumentParser:
         )
         command.add_argument("--data-dir", help="folder of built datasets (default: built on demand in the cache)")
         command.add_argument("--out", required=True, help="results JSON; .md and .png are written beside it")
-        command.add_argument("--no-progress", action="store_true")
+        command.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
         command.add_argument(
             "--no-swap", action="store_true", help="skip the swapped-roles scoring (D_swap, D_sym); recorded"
         )
@@ -604,7 +607,7 @@ def parser() -> argparse.ArgumentParser:
     rerun.add_argument("results", help="a results JSON written by `causaldiag run`")
     rerun.add_argument("--data-dir", help="folder of built datasets (default: built on demand in the cache)")
     rerun.add_argument("--out", required=True, help="results JSON; .md and .png are written beside it")
-    rerun.add_argument("--no-progress", action="store_true")
+    rerun.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     rerun.set_defaults(func=_rerun)
     reliability.set_defaults(func=_reliability)
 
@@ -616,7 +619,7 @@ def parser() -> argparse.ArgumentParser:
     validity.add_argument("--seed", type=int, default=0, help="seed of the pair sample and the bootstrap")
     validity.add_argument("--data-dir", help="folder of built datasets (default: built on demand in the cache)")
     validity.add_argument("--out", required=True, help="folder for validity.md, validity.png and the run's results")
-    validity.add_argument("--no-progress", action="store_true")
+    validity.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     validity.set_defaults(func=_validity)
 
     compare = sub.add_parser(
@@ -701,7 +704,7 @@ def parser() -> argparse.ArgumentParser:
     recoe.add_argument("--batch-size", type=int, default=32, help="prompts per forward")
     recoe.add_argument("--data-dir", help="folder of built datasets (default: built on demand in the cache)")
     recoe.add_argument("--out", help="results JSON")
-    recoe.add_argument("--no-progress", action="store_true")
+    recoe.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     recoe.set_defaults(func=_recoe_eval)
 
     ablate = sub.add_parser("ablate", help="editor × explanation source on the same pairs: one page and plot")
@@ -715,7 +718,7 @@ def parser() -> argparse.ArgumentParser:
     ablate.add_argument("--batch-size", type=int, default=32, help="prompts per forward")
     ablate.add_argument("--data-dir", help="folder of built datasets (default: built on demand in the cache)")
     ablate.add_argument("--out", required=True, help="folder for ablation.md, ablation.png and each cell's results")
-    ablate.add_argument("--no-progress", action="store_true")
+    ablate.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     ablate.set_defaults(func=_ablate)
 
     module = sub.add_parser("evaluate-module", help="generate the `evaluate` folders of metrics and statistics")
