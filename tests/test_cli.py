@@ -35,6 +35,17 @@ def causaldiag(*args, cwd=None):
     )
 
 
+@pytest.fixture
+def model_never_loads(monkeypatch):
+    """Any load of a model fails the test: for what a command must refuse before its model loads."""
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the model was loaded before the command's input was checked")
+
+    for module in ("runner", "scoring", "tasks.recoe.evaluation"):
+        monkeypatch.setattr(f"recoe_causaldiag.{module}.load_model", no_loading)
+
+
 def in_process(capsys, monkeypatch, *args, cwd=None):
     """The command run by `main` in this process (the heavy imports paid once per test session), with what a
     process would have returned: its exit code, stdout and stderr."""
@@ -408,21 +419,15 @@ def test_ls_answers_from_the_catalogue_of_the_same_sources_without_importing_any
         ),
     ],
 )
-def test_bad_option_values_are_refused_before_the_model_loads(tmp_path, capsys, monkeypatch, options, message):
-    def no_loading(*args, **kwargs):
-        raise AssertionError("the model was loaded before the options were checked")
-
-    monkeypatch.setattr("recoe_causaldiag.runner.load_model", no_loading)
+def test_bad_option_values_are_refused_before_the_model_loads(
+    tmp_path, capsys, monkeypatch, model_never_loads, options, message
+):
     done = in_process(capsys, monkeypatch, "run", *options, "--out", "x.json", cwd=tmp_path)
     assert done.returncode == 2 and message in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
-def test_an_unwritable_out_is_refused_before_the_model_loads(tmp_path, capsys, monkeypatch):
-    def no_loading(*args, **kwargs):
-        raise AssertionError("the model was loaded before --out was checked")
-
-    monkeypatch.setattr("recoe_causaldiag.runner.load_model", no_loading)
+def test_an_unwritable_out_is_refused_before_the_model_loads(tmp_path, capsys, monkeypatch, model_never_loads):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     done = in_process(capsys, monkeypatch, "run", "--metric", "random_baseline", "--out", str(blocker / "r.json"))
@@ -431,15 +436,11 @@ def test_an_unwritable_out_is_refused_before_the_model_loads(tmp_path, capsys, m
 
 @pytest.mark.parametrize("command", [["run", "--metric", "random_baseline"], ["recoe-eval"]])
 @pytest.mark.parametrize("out", [".", "/", "a-folder"])
-def test_an_out_that_names_a_folder_is_refused_before_the_model_loads(tmp_path, capsys, monkeypatch, command, out):
+def test_an_out_that_names_a_folder_is_refused_before_the_model_loads(
+    tmp_path, capsys, monkeypatch, model_never_loads, command, out
+):
     """A run would compute everything and then fail to write its results (and its checkpoints sit beside a name that
     no file can have), so a folder given as --out is refused first."""
-
-    def no_loading(*args, **kwargs):
-        raise AssertionError("the model was loaded before --out was checked")
-
-    for module in ("runner", "scoring", "tasks.recoe.evaluation"):
-        monkeypatch.setattr(f"recoe_causaldiag.{module}.load_model", no_loading)
     (tmp_path / "a-folder").mkdir()
     done = in_process(capsys, monkeypatch, *command, "--out", out, cwd=tmp_path)
     assert done.returncode == 2 and f"--out {out}: names a folder" in done.stderr
