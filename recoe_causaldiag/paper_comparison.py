@@ -36,8 +36,8 @@ PAPER_TASKS = ("factcheck", "analogy", "object_counting", "multihop")
 @dataclass(frozen=True)
 class PaperMetric:
     """One row of paper 000's Table 1: the metric variant of ours it corresponds to, its label there, whether it is a
-    CoT metric, D per task for qwen2.5-7b and gemma-2-9b-it (in `PAPER_TASKS` order), and its Copeland score over all
-    metrics, tasks and both models."""
+    CoT metric, D per task for qwen2.5-7b and gemma-2-9b-it (in `PAPER_TASKS` order), and its Copeland score against
+    the other metrics of its category (post-hoc or CoT), over the four tasks and both models."""
 
     metric: str
     variant: str
@@ -128,6 +128,11 @@ TABLE_2_BINARY = {
 }
 """Paper 000, Table 2: D of each CoT corruption metric's binary variant (`PaperMetric.binary_variant`) for
 qwen2.5-7b, per task (its continuous variant is in Table 1)."""
+
+CATEGORIES = (("post-hoc", False), ("CoT", True))
+"""The paper's two categories of metrics (name, `PaperMetric.cot`). Its Copeland scores compare metrics within a
+category only: Table 1's post-hoc scores sum to 8 (one contest on each of 4 tasks × 2 models), its CoT scores to 80
+(ten contests on each), as Tables 4 and 5 sum to one and ten contests per task."""
 
 FILLER = next(row for row in TABLE_1 if row.metric == "filler_tokens")
 SIMULATABILITY = next(row for row in TABLE_1 if row.metric == "simulatability")
@@ -384,21 +389,31 @@ def verdicts(results: Outcomes) -> list[Verdict]:
 
 def copeland_ranking(results: Outcomes, direction: str) -> dict[str, float]:
     """Copeland score of each Table 1 metric over the results' tasks (one model), as the paper counts them: every
-    two metrics compared on each task, on the pairs both scored or declined (so a metric run on a subset of the
-    pairs narrows only its own comparisons)."""
+    two metrics of one category (`CATEGORIES`) compared on each task, on the pairs both scored or declined (so a
+    metric run on a subset of the pairs narrows only its own comparisons)."""
     contests = {
         f"{task}: {a[0]} against {b[0]}": pair
         for task in results.tasks
-        for a, b in combinations([row.key for row in TABLE_1], 2)
+        for _, cot in CATEGORIES
+        for a, b in combinations([row.key for row in TABLE_1 if row.cot == cot], 2)
         if len(pair := results.aligned(direction, task, [a, b])) == 2
     }
     return copeland(contests)
 
 
 def _ranking(scores: Mapping[str, float]) -> str:
-    """'A (3) > B (1.5)', or a note that no metric scored enough pairs to be ranked."""
-    ordered = sorted(scores.items(), key=lambda item: -item[1])
-    return " > ".join(f"{label} ({score:g})" for label, score in ordered) or f"none ranked (under {MIN_N_VALID} pairs)"
+    """'post-hoc: A (3) > B (1); CoT: C (5) = D (5) > …', each category ranked apart, or a note where a category
+    has no metric ranked."""
+    parts = []
+    for name, cot in CATEGORIES:
+        labels = {row.label for row in TABLE_1 if row.cot == cot}
+        ordered = sorted(((label, s) for label, s in scores.items() if label in labels), key=lambda item: -item[1])
+        ranked = "".join(
+            ("" if k == 0 else " = " if score == ordered[k - 1][1] else " > ") + f"{label} ({score:g})"
+            for k, (label, score) in enumerate(ordered)
+        )
+        parts.append(f"{name}: {ranked or 'none ranked'}")
+    return "; ".join(parts)
 
 
 def _our_ranking(results: Outcomes, direction: str) -> str:
@@ -406,9 +421,8 @@ def _our_ranking(results: Outcomes, direction: str) -> str:
     scores = copeland_ranking(results, direction)
     line = f"- ours, {direction} ({', '.join(results.tasks)}): {_ranking(scores)}"
     left_out = [row.label for row in TABLE_1 if row.label not in scores]
-    return line + (
-        f"; not ranked (not run, or under {MIN_N_VALID} scored pairs): {', '.join(left_out)}" if left_out else ""
-    )
+    why = f"not run, under {MIN_N_VALID} scored pairs, or no other metric of its category on the same task"
+    return line + (f"; not ranked ({why}): {', '.join(left_out)}" if left_out else "")
 
 
 EDIT_FIGURES = (
@@ -532,8 +546,8 @@ def comparison_page(results: Outcomes) -> str:
         "(SPEC §7); 'n' counts the pairs scored. Wilcoxon tests are paired on the pairs both metrics scored or "
         "declined, a declined pair counted as a tie, as in the means that pick the highest metric; a metric with "
         f"fewer than {MIN_N_VALID} scored pairs is shown, never ranked. A verdict needs p < {ALPHA} (unadjusted: "
-        f"each verdict is one claim), else it reads '{UNDECIDED}'; Copeland compares every two metrics per task "
-        f"(p < {ALPHA}).",
+        f"each verdict is one claim), else it reads '{UNDECIDED}'; Copeland compares every two metrics of one "
+        f"category per task (p < {ALPHA}), post-hoc and CoT apart, as the paper does.",
     ]
     return "\n".join(lines) + "\n"
 

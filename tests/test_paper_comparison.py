@@ -12,6 +12,7 @@ from recoe_causaldiag.metrics import METRICS
 from recoe_causaldiag.paper_comparison import (
     AGREES,
     CANNOT_TELL,
+    CATEGORIES,
     DISAGREES,
     FILLER,
     TABLE_1,
@@ -158,6 +159,39 @@ def test_copeland_ranks_the_winner_first_in_both_measures_only_when_it_wins_both
     assert max(biased.items(), key=lambda kv: kv[1])[0] != "Filler Tokens"
 
 
+def test_the_papers_copeland_scores_count_contests_within_a_category():
+    for _, cot in CATEGORIES:
+        k = sum(row.cot == cot for row in TABLE_1)
+        assert sum(row.copeland for row in TABLE_1 if row.cot == cot) == 4 * 2 * math.comb(k, 2)
+
+
+def test_copeland_compares_metrics_of_one_category_only():
+    doc = document()
+    ranking = copeland_ranking(outcomes([doc]), "D")
+    for _, cot in CATEGORIES:
+        k = sum(row.cot == cot for row in TABLE_1)
+        assert sum(ranking[row.label] for row in TABLE_1 if row.cot == cot) == math.comb(k, 2)
+    post_hoc = {row.key[1:] for row in TABLE_1 if not row.cot}
+    kept = [r for r in doc["pairs"] if (r["metric"], r["variant"]) in post_hoc]
+    alone = outcomes([with_entries(doc | {"pairs": kept})])
+    assert copeland_ranking(alone, "D") == {row.label: ranking[row.label] for row in TABLE_1 if not row.cot}
+    page = comparison_page(outcomes([doc]))
+    paper = (
+        "- paper (4 tasks × 2 models): post-hoc: CC-SHAP (post-hoc) (5) > Simulatability (3); CoT: Filler Tokens (29)"
+    )
+    assert paper in page
+    ties = "CoT: Filler Tokens (4) > Early Answering (1.5) = Adding Mistakes (1.5) = Paraphrasing (1.5) = CC-SHAP (CoT)"
+    assert f"- ours, D (factcheck): post-hoc: CC-SHAP (post-hoc) (1) > Simulatability (0); {ties} (1.5)" in page
+
+
+def test_a_metric_with_no_rival_of_its_category_is_named_as_not_ranked():
+    doc = document()
+    doc["pairs"] = [r for r in doc["pairs"] if (r["metric"], r["variant"]) != ("cc_shap", "post_hoc")]
+    page = comparison_page(outcomes([with_entries(doc)]))
+    assert "- ours, D (factcheck): post-hoc: none ranked; CoT: Filler Tokens (4) > " in page
+    assert "no other metric of its category on the same task): CC-SHAP (post-hoc), Simulatability" in page
+
+
 def test_copeland_over_two_tasks_sums_each_tasks_own_and_a_measure_other_than_d_or_d_sym_is_refused():
     one, other = document("factcheck"), document("multihop", text_preferring_filler=True)
     both = outcomes([one, other])
@@ -181,7 +215,7 @@ def test_the_page_holds_the_papers_cells_ours_and_a_verdict_per_claim_and_measur
     page = comparison_page(outcomes([document()]))
     assert "| factcheck | Filler Tokens | 0.828 | 0.893 | 1.000 [" in page
     assert page.count("| Filler Tokens is the most diagnostic CoT metric | factcheck |") == 2
-    assert "- ours, D_sym (factcheck): Filler Tokens (" in page
+    assert "; CoT: Filler Tokens (" in page.split("- ours, D_sym (factcheck): post-hoc: ")[1].splitlines()[0]
 
 
 def test_the_page_quotes_the_runs_own_estimates_not_a_recomputation():
