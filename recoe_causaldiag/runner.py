@@ -39,7 +39,7 @@ from .task_pairs import TaskPairs, iter_task_pairs
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "1.7"
+SCHEMA_VERSION = "1.8"
 """1.1: per-pair rows name their pair `pair_id` (1.0: `id`, still read) and `run_spec` is resolved to what ran.
 1.2: model-side controls: swapped-roles statistics (`d_swap…`, `d_sym…`) in results and per-pair rows, two-sided and
 no-edit edit reliability, task `accuracy`, per-pair `pair_controls`; `p_value` is the exact sign test (1.0-1.1: the
@@ -53,7 +53,9 @@ task (pairs kept where both edited models answer alike).
 a rerun keeps the budgets that ran when a default changes.
 1.6: the model's `parameters` (counted at load) in `model_identity`.
 1.7: edit reliability under the counter edits (`counter`, the swapped direction's own) beside the one- and two-sided
-figures."""
+figures.
+1.8: per-pair rows name their pair's `cluster` where the dataset gives one, so that D recomputed from the rows (the
+leaderboard) resamples and sign-tests as the run did."""
 
 CONTROL_CHECKPOINT_PAIRS = 20
 """Pairs whose controls a checkpointed run computes between two checkpoints of them: an interrupted run loses at most
@@ -117,7 +119,7 @@ class TaskScores:
 def estimator(spec: RunSpec, pairs: Sequence[PairRecord]) -> Estimator:
     """The estimate of per-pair values (one per pair of `pairs`, in order; pairs that share a cluster resampled
     together), or of nothing."""
-    clusters = [p.meta.get("cluster") for p in pairs]
+    clusters = [p.cluster for p in pairs]
 
     def estimate(values: Sequence[float]) -> Estimate:
         by_pair = clusters if len(values) else None

@@ -42,14 +42,17 @@ class TaskPairs:
     pairs: tuple[PairRecord, ...]
 
     def score_rows(self, metric: str, scores: VariantScores) -> list[PairScoreRow]:
-        """One row per pair for a metric variant's scores of these pairs (in pair order), with the outcome d."""
+        """One row per pair for a metric variant's scores of these pairs (in pair order), with the outcome d and the
+        pair's cluster."""
         if len(scores.faithful) != len(self.pairs):
             raise ValueError(
                 f"{metric} · {scores.variant} scored {len(scores.faithful)} pairs of {self.task}, not {len(self.pairs)}"
             )
         d = pairwise_d(scores.faithful, scores.unfaithful)
         return [
-            PairScoreRow(pair.id, self.task, metric, scores.variant, float(f), float(u), float(di))
+            PairScoreRow(
+                pair.id, self.task, metric, scores.variant, float(f), float(u), float(di), cluster=pair.cluster
+            )
             for pair, f, u, di in zip(self.pairs, scores.faithful, scores.unfaithful, d)
         ]
 

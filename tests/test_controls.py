@@ -158,14 +158,21 @@ def test_per_pair_rows_reproduce_every_figure_of_the_results_file(factcheck, ana
     ran = run_spec.resolved(identity, [task.dataset for task in tasks], "test")
     write_results(ScoredRun(ran, tasks).document(), tmp_path / "r.json")
     doc = json.loads((tmp_path / "r.json").read_text())
-    assert doc["schema_version"] == "1.7" and doc["run_spec"]["swap"] is True
+    assert doc["schema_version"] == "1.8" and doc["run_spec"]["swap"] is True
 
     rows = [PairScoreRow.from_json(r) for r in doc["pairs"]]
     assert [r.to_json() for r in rows] == doc["pairs"]
+    assert any(r.cluster is not None for r in rows)
+    clusters = {task.task: [p.cluster for p in task.pairs] for task in (factcheck, analogy)}
     for result in doc["results"]:
         key = (result["task"], result["metric"], result["variant"])
         mine = [r for r in rows if (r.task, r.metric, r.variant) == key]
         assert len(mine) == N and result["diagnosticity"] == pytest.approx(np.nanmean([r.d for r in mine]))
+        assert [r.cluster for r in mine] == clusters[result["task"]]
+        again = diagnosticity_from_d(
+            [r.d for r in mine], clusters=[r.cluster for r in mine], n_resamples=ran.n_resamples, seed=ran.seed
+        )
+        assert (again.ci_low, again.ci_high, again.p_value) == (result["ci_low"], result["ci_high"], result["p_value"])
         if result["task"] == "analogy":
             assert not any(r.swapped for r in mine) and result["d_swap"] is result["d_sym"] is None
             assert "d_swap" not in doc["pairs"][rows.index(mine[0])]

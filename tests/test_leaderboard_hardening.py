@@ -189,6 +189,10 @@ def poisoned(**fields) -> PairScoreRow:
         (poisoned(metric="random · v"), "metric must be 1-64"),
         (poisoned(task="factcheck\n"), "task must be a task name"),
         (poisoned(pair_id="p" * 121), "pair id must be 1-120"),
+        (poisoned(cluster=MEGABYTE), "cluster must be 1-200 printable characters .* 1048576"),
+        (poisoned(cluster="Lou\nGehrig"), "cluster must be 1-200 printable"),
+        (poisoned(cluster=""), "cluster must be 1-200 printable"),
+        (poisoned(cluster=["Lou Gehrig"]), "cluster is a list, not text"),
     ],
 )
 def test_a_row_that_fails_the_checks_is_never_stored(tmp_path, row, why):

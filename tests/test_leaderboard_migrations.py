@@ -75,7 +75,7 @@ def test_a_database_of_revision_0001_gains_the_parameter_count_with_its_jobs_kep
 
     upgraded = JobQueue.open(url)
     with upgraded.engine.connect() as connection:
-        assert schema_revision(connection) == SCHEMA_REVISION == "0003"
+        assert schema_revision(connection) == SCHEMA_REVISION == "0004"
         assert compare_metadata(MigrationContext.configure(connection), metadata) == []
     scores = upgraded.finished_scores()
     assert [s.row for s in scores] == rows and {(s.job_id, s.parameters) for s in scores} == {(job_id, None)}
@@ -104,3 +104,22 @@ def test_a_database_of_revision_0002_gains_the_results_digest_and_its_jobs_keep_
         replace(request("m"), results_sha256=digest), "file", [("factcheck", "1.4.0", rows)], ""
     )
     assert not imported.duplicate and upgraded.get(imported.job.id).request.results_sha256 == digest
+
+
+def test_a_database_of_revision_0003_gains_the_pair_clusters_with_its_scores_kept(tmp_path):
+    url = f"sqlite:///{tmp_path / 'q.sqlite'}"
+    rows = [PairScoreRow(f"p{i}", "factcheck", "random_baseline", "v", 1.0, 0.0, 1.0) for i in range(3)]
+    job_id = stored_then_taken_back(url, "0003", stamped=True, rows=rows)
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        assert "cluster" not in {c["name"] for c in inspect(connection).get_columns("pair_scores")}
+    engine.dispose()
+
+    upgraded = JobQueue.open(url)
+    with upgraded.engine.connect() as connection:
+        assert schema_revision(connection) == SCHEMA_REVISION
+        assert compare_metadata(MigrationContext.configure(connection), metadata) == []
+    assert [(s.job_id, s.row) for s in upgraded.finished_scores()] == [(job_id, row) for row in rows]
+    clustered = [replace(row, cluster="Lou Gehrig") for row in rows]
+    again = upgraded.store_finished(request("m2"), "results file", [("factcheck", "1.4.0", clustered)], "")
+    assert [s.row for s in upgraded.finished_scores() if s.job_id == again.job.id] == clustered

@@ -447,6 +447,7 @@ def test_results_files_of_either_schema_seed_the_board_and_the_export(tmp_path, 
         "score_faithful": None,
         "score_unfaithful": 1.0,
         "d": None,
+        "cluster": None,
     }
 
 

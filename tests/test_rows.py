@@ -27,6 +27,14 @@ def test_rows_write_nan_as_null_and_read_it_back():
     assert again.to_json() == row.to_json() and math.isnan(again.d) and again.score_faithful == 0.25
 
 
+def test_a_rows_cluster_is_written_only_where_the_pair_has_one_and_read_back():
+    row = PairScoreRow("fc-1", "factcheck", "oracle", "binary", 1.0, 0.0, 1.0, cluster="Lou Gehrig")
+    written = json.loads(json.dumps(row.to_json()))
+    assert written["cluster"] == "Lou Gehrig" and PairScoreRow.from_json(written) == row
+    alone = PairScoreRow("fc-2", "factcheck", "oracle", "binary", 1.0, 0.0, 1.0)
+    assert "cluster" not in alone.to_json() and PairScoreRow.from_json(alone.to_json()).cluster is None
+
+
 def test_rows_of_schema_1_0_results_files_still_load():
     legacy = {
         "id": "fc-1",

@@ -8,12 +8,13 @@ import json
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from PIL import Image
 
 from recoe_causaldiag.api.rows import PairScoreRow
 from recoe_causaldiag.leaderboard.board import compute_board
-from recoe_causaldiag.leaderboard.export import board_document
+from recoe_causaldiag.leaderboard.export import board_document, write_export
 from recoe_causaldiag.leaderboard.queue import FinishedScore, JobQueue
 from recoe_causaldiag.leaderboard.render import board_records
 from recoe_causaldiag.leaderboard.seed import seed_if_empty
@@ -186,6 +187,29 @@ def test_a_schema_1_0_file_seeds_the_board_with_every_figure_recomputed(tmp_path
     assert row.mean == pytest.approx((19 + 0.5) / 21), "a declined pair counts as a tie in the ranking"
     exported = board_document(board)[0]["tasks"]["factcheck"]
     assert exported["coverage"] == 20 / 21 and exported["p_adjusted"] == estimate.p_value and exported["p_ttest"] > 0
+
+
+def test_the_board_resamples_and_sign_tests_the_pairs_of_a_cluster_together_as_the_run_did(tmp_path):
+    # 10 subjects of 4 pairs each: 7 subjects won whole, 3 lost whole, so 28 wins of 40 pairs but 7 of 10 subjects
+    d = [1.0] * 28 + [0.0] * 12
+    clusters = [f"subject {i // 4}" for i in range(40)]
+    rows = [
+        {"pair_id": f"p{i}", "task": "factcheck", "metric": "random_baseline", "variant": "binary", "cluster": c}
+        | {"score_faithful": x, "score_unfaithful": 0.5, "d": x}
+        for i, (x, c) in enumerate(zip(d, clusters, strict=True))
+    ]
+    path = tmp_path / "clustered.json"
+    doc = document([OLD_RESULT]) | {"schema_version": "1.8", "dataset_versions": {"factcheck": "1.4.0"}, "pairs": rows}
+    path.write_text(json.dumps(doc))
+    queue = JobQueue.open(f"sqlite:///{tmp_path / 'q.sqlite'}")
+    seed_if_empty(queue, [path])
+    assert [s.row.cluster for s in queue.finished_scores()] == clusters
+    shown = compute_board(queue.finished_scores()).rows[0].per_task["factcheck"]
+    run, alone = diagnosticity_from_d(d, clusters=clusters), diagnosticity_from_d(d)
+    assert shown == run
+    assert run.p_value > 0.3 and alone.p_value < 0.05 and run.ci_low < alone.ci_low, "clusters change the figures"
+    exported = pd.read_parquet(write_export(queue, tmp_path / "export") / "pairs.parquet")
+    assert exported["cluster"].tolist() == clusters
 
 
 def finished(metric: str, d: np.ndarray, task: str = "factcheck", model: str = "m") -> list[FinishedScore]:

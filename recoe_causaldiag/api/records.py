@@ -85,6 +85,13 @@ class PairRecord:
     def meta(self) -> dict[str, Any]:
         return json.loads(self.metadata)
 
+    @property
+    def cluster(self) -> str | None:
+        """The entity this pair shares with other pairs of its dataset (`metadata.cluster`), whose pairs are
+        resampled and sign-tested together; None where the dataset names none (the pair stands alone)."""
+        value = self.meta.get("cluster")
+        return None if value is None else str(value)
+
 
 _REWRITE = {
     "prompt": datasets.Value("string"),

@@ -56,7 +56,11 @@ class PairScoreRow:
     Where the run swapped roles (SPEC §7), the same metric variant scored the pair from its contrast model M̃ (its
     `counter_edits` in context): `score_faithful_swap` is the score of the explanation faithful to M̃ (the pair's
     unfaithful one), `score_unfaithful_swap` that of the pair's faithful one, `d_swap` their outcome. None where
-    roles were not swapped (the task forbids it, the run skipped it, or an older file)."""
+    roles were not swapped (the task forbids it, the run skipped it, or an older file).
+
+    `cluster` names the entity the pair shares with other pairs of its dataset (`metadata.cluster`), so that
+    whoever recomputes D from the rows resamples and sign-tests such pairs together, as the run did (SPEC §7); None
+    where the dataset names none or the file is older than schema 1.8."""
 
     pair_id: str
     task: str
@@ -68,6 +72,7 @@ class PairScoreRow:
     score_faithful_swap: float | None = None
     score_unfaithful_swap: float | None = None
     d_swap: float | None = None
+    cluster: str | None = None
 
     @property
     def swapped(self) -> bool:
@@ -80,8 +85,9 @@ class PairScoreRow:
         return None if self.d_swap is None else (self.d + self.d_swap) / 2
 
     def to_json(self) -> dict[str, str | float | None]:
-        """The row for a results file; the swapped-direction fields only where roles were swapped."""
-        row = {
+        """The row for a results file; the swapped-direction fields only where roles were swapped, the cluster only
+        where the pair has one."""
+        row: dict[str, str | float | None] = {
             "pair_id": self.pair_id,
             "task": self.task,
             "metric": self.metric,
@@ -92,6 +98,8 @@ class PairScoreRow:
         }
         if self.swapped:
             row |= {key: json_number(getattr(self, key)) for key in SWAP_KEYS}
+        if self.cluster is not None:
+            row["cluster"] = self.cluster
         return row
 
     def evaluated_direction(self) -> PairScoreRow:
@@ -100,8 +108,8 @@ class PairScoreRow:
 
     @classmethod
     def from_json(cls, row: Mapping[str, Any]) -> PairScoreRow:
-        """A row as `to_json` wrote it (with or without swapped-direction fields), or as schema 1.0 results files
-        did (`id` for `pair_id`)."""
+        """A row as `to_json` wrote it (with or without swapped-direction fields and cluster), or as schema 1.0
+        results files did (`id` for `pair_id`)."""
         pair_id = row["pair_id"] if "pair_id" in row else row[LEGACY_PAIR_ID_KEY]
         return cls(
             str(pair_id),
@@ -112,6 +120,7 @@ class PairScoreRow:
             number_from_json(row["score_unfaithful"]),
             number_from_json(row["d"]),
             *(_optional_number(row, key) for key in SWAP_KEYS),
+            row.get("cluster"),
         )
 
 

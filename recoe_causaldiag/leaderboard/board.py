@@ -2,10 +2,11 @@
 implementation): per-task diagnosticity with CI, coverage and a direction marker on the Holm-adjusted sign test,
 the coverage-aware mean over tasks, and Copeland scores.
 
-Everything is recomputed from the stored d of each pair, so results files of every schema version give the same
-figures; stored rows carry no cluster, so the board resamples pairs individually. A job's cell (configuration,
-task, metric variant) that holds a stored score failing the checks is left out whole and listed as an invalid
-row; the rest of the board is computed as usual."""
+Everything is recomputed from the stored d and cluster of each pair, one way for results files of every schema
+version: pairs that share a cluster (stored from results schema 1.8 on) are resampled and sign-tested together, as
+the run did, and a pair stored without one stands alone. A job's cell (configuration, task, metric variant) that
+holds a stored score failing the checks is left out whole and listed as an invalid row; the rest of the board is
+computed as usual."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from datetime import datetime
 
 import numpy as np
 
+from ..api.rows import PairScoreRow
 from ..statistics import Estimate, copeland, diagnosticity_from_d, direction_marker, holm
 from .queue import FinishedScore, InvalidScore, JobQueue
 
@@ -74,12 +76,12 @@ class Board:
 
 def _latest_per_cell(
     scores: Sequence[FinishedScore],
-) -> tuple[dict[tuple, dict[str, float]], dict[tuple, datetime | None], dict[tuple, int]]:
-    """(configuration, task, metric, variant) → pair id → d, from the newest job that scored the cell; the cell →
+) -> tuple[dict[tuple, dict[str, PairScoreRow]], dict[tuple, datetime | None], dict[tuple, int]]:
+    """(configuration, task, metric, variant) → pair id → row, from the newest job that scored the cell; the cell →
     when that job was submitted; and configuration → its model's parameter count, from the newest job that
     recorded one."""
     newest: dict[tuple, int] = {}
-    cells: dict[tuple, dict[str, float]] = defaultdict(dict)
+    cells: dict[tuple, dict[str, PairScoreRow]] = defaultdict(dict)
     submitted: dict[tuple, datetime | None] = {}
     parameters: dict[tuple, int] = {}
     for score in sorted(scores, key=lambda s: s.job_id):
@@ -90,7 +92,7 @@ def _latest_per_cell(
             newest[key] = score.job_id
             cells[key] = {}
         if newest[key] == score.job_id:
-            cells[key][score.row.pair_id] = score.row.d
+            cells[key][score.row.pair_id] = score.row
             submitted[key] = score.submitted_at
     return cells, submitted, parameters
 
@@ -116,12 +118,13 @@ def compute_board(
     per_row: dict[tuple, dict[str, Estimate]] = defaultdict(dict)
     submitted_per_row: dict[tuple, dict[str, datetime | None]] = defaultdict(dict)
     configurations: dict[tuple, dict[str, dict[str, float]]] = defaultdict(dict)
-    for key, d_by_pair in cells.items():
+    for key, by_pair in cells.items():
         config, task, metric, variant = key[:5], key[5], key[6], key[7]
-        d = np.asarray(list(d_by_pair.values()), dtype=float)
-        per_row[(*config, metric, variant)][task] = diagnosticity_from_d(d, n_resamples=n_resamples)
+        d = np.asarray([row.d for row in by_pair.values()], dtype=float)
+        clusters = [row.cluster for row in by_pair.values()]
+        per_row[(*config, metric, variant)][task] = diagnosticity_from_d(d, clusters=clusters, n_resamples=n_resamples)
         submitted_per_row[(*config, metric, variant)][task] = submitted[key]
-        configurations[(*config, task)][f"{metric} · {variant}"] = d_by_pair
+        configurations[(*config, task)][f"{metric} · {variant}"] = {pair: row.d for pair, row in by_pair.items()}
     wins = copeland({str(name): _aligned(metrics) for name, metrics in configurations.items()})
     adjusted = _holm_per_configuration(per_row)
     rows = []

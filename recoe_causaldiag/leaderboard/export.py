@@ -31,7 +31,8 @@ when the job behind the figures was submitted, UTC), the mean over tasks of the 
 score.
 `pairs.parquet` (config `pairs`): every per-pair score of every finished job (`d` = 1 if the faithful explanation
 scores higher, 0.5 on a tie, 0 if lower; null where the metric could not score), with the job's `submitted_at`
-(UTC) and its model's `parameters`.
+(UTC), its model's `parameters` and the pair's `cluster` (the entity it shares with other pairs of its dataset,
+whose pairs the board's CIs and sign tests resample and count together; null where it stands alone).
 """
 
 
@@ -44,9 +45,11 @@ PAIRS_FEATURES = datasets.Features(
         **dict.fromkeys(("model", "revision", "precision", "editor", "explanations"), _TEXT),
         **dict.fromkeys(("pair_id", "task", "metric", "variant"), _TEXT),
         **dict.fromkeys(("score_faithful", "score_unfaithful", "d"), datasets.Value("float64")),
+        "cluster": _TEXT,
     }
 )
-"""The exported per-pair scores: `FinishedScore.to_json`, typed (null where unknown or not scored)."""
+"""The exported per-pair scores: `FinishedScore.to_json`, typed (null where unknown, not scored or, for `cluster`,
+where the pair stands alone)."""
 
 
 def board_document(board: Board) -> list[dict]:
@@ -83,7 +86,7 @@ def write_export(queue: JobQueue, folder: Path) -> Path:
         json.dumps(board_document(compute_board(scores)), indent=1) + "\n", encoding="utf-8"
     )
     rows = [score.to_json() for score in scores]
-    columns = {key: [row[key] for row in rows] for key in PAIRS_FEATURES}
+    columns = {key: [row.get(key) for row in rows] for key in PAIRS_FEATURES}
     pairs = datasets.Dataset.from_dict(columns, features=PAIRS_FEATURES)
     write_parquet(pairs, folder / "pairs.parquet")
     return folder

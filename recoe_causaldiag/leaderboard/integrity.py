@@ -27,6 +27,8 @@ SAFE_NAME_RULE = "1-64 ASCII letters, digits, '_', '.', '-' or inner spaces"
 TASK_NAME = re.compile(r"[a-z0-9_]{1,32}(?:/[a-z0-9_]{1,31})?")
 PAIR_ID = re.compile(r"[A-Za-z0-9_.:/-]{1,120}")
 SCORE_FIELDS = ("score_faithful", "score_unfaithful", "d")
+CLUSTER_LENGTH = 200
+"""The longest cluster name stored (the column's width); a dataset's are entity names, far shorter."""
 
 
 class InvalidData(ValueError):
@@ -77,6 +79,18 @@ def check_scores(values: object, n: int) -> np.ndarray:
     )
 
 
+def check_cluster(value: object) -> str | None:
+    """A pair's cluster: None (the pair stands alone) or 1-`CLUSTER_LENGTH` printable characters. It only groups
+    pairs for the board's statistics and is never shown."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidData(f"cluster is {_kind(value)}, not text")
+    if not 0 < len(value) <= CLUSTER_LENGTH or not value.isprintable():
+        raise InvalidData(f"cluster must be 1-{CLUSTER_LENGTH} printable characters (it has {len(value)})")
+    return value
+
+
 def _outcome(faithful: float, unfaithful: float) -> float:
     """The d that two scores imply (the library's `pairwise_d`; a difference beyond the float range still has a
     sign)."""
@@ -87,7 +101,7 @@ def _outcome(faithful: float, unfaithful: float) -> float:
 def check_row(row: PairScoreRow) -> PairScoreRow:
     """`row` (the evaluated direction, as the board stores it) when it may be stored and shown: a task name, a safe
     metric and variant name, a pair id, scores that are finite or NaN, and the d they imply (NaN when either is
-    NaN); its numbers as floats."""
+    NaN), and a cluster (`check_cluster`); its numbers as floats."""
     _matching("task", row.task, TASK_NAME, "a task name (lowercase letters, digits, '_', at most one slash)")
     check_name("metric", row.metric)
     check_name("variant", row.variant)
@@ -96,6 +110,7 @@ def check_row(row: PairScoreRow) -> PairScoreRow:
     expected = _outcome(faithful, unfaithful)
     if not (d == expected or (math.isnan(d) and math.isnan(expected))):
         raise InvalidData("d is not the outcome of the two scores (1, 0.5 or 0; NaN when either is NaN)")
+    check_cluster(row.cluster)
     return replace(row, score_faithful=faithful, score_unfaithful=unfaithful, d=d)
 
 
@@ -131,7 +146,8 @@ def stored_row(stored: Mapping[str, Any]) -> PairScoreRow:
     a row before it is stored: a row written around the queue raises InvalidData here instead of reaching the
     board."""
     scores = (math.nan if stored[field] is None else stored[field] for field in SCORE_FIELDS)
-    return check_row(PairScoreRow(stored["pair_id"], stored["task"], stored["metric"], stored["variant"], *scores))
+    row = PairScoreRow(stored["pair_id"], stored["task"], stored["metric"], stored["variant"], *scores)
+    return check_row(replace(row, cluster=stored["cluster"]))
 
 
 def public_model_name(model: str) -> str:

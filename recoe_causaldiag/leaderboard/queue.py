@@ -675,6 +675,7 @@ class JobQueue:
                 pair_scores.c.score_faithful,
                 pair_scores.c.score_unfaithful,
                 pair_scores.c.d,
+                pair_scores.c.cluster,
             )
             .join(pair_scores, pair_scores.c.job_id == jobs.c.id)
             .where(jobs.c.status == FINISHED)

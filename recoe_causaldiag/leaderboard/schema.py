@@ -26,6 +26,8 @@ from sqlalchemy import (
     make_url,
 )
 
+from .integrity import CLUSTER_LENGTH
+
 metadata = MetaData()
 
 jobs = Table(
@@ -82,6 +84,7 @@ pair_scores = Table(
     Column("score_faithful", Float),
     Column("score_unfaithful", Float),
     Column("d", Float),
+    Column("cluster", String(CLUSTER_LENGTH)),
     UniqueConstraint("job_id", "task", "metric", "variant", "pair_id"),
 )
 
@@ -182,7 +185,7 @@ def _sqlite_begin(database: DatabaseFile, read_timeout_s: float):
     return begin
 
 
-SCHEMA_REVISION = "0003"
+SCHEMA_REVISION = "0004"
 """The newest migration in `migrations/versions/`: what `migrate` brings every database to."""
 PRE_MIGRATIONS_REVISION = "0001"
 """The revision whose tables a database made before migrations existed holds (it is stamped with it)."""
