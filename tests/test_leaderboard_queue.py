@@ -58,6 +58,17 @@ def db_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path / 'queue.sqlite'}"
 
 
+def test_rows_with_and_without_a_cluster_are_stored_as_they_are_in_either_order(db_url):
+    queue = JobQueue.open(db_url)
+    alone, clustered = rows("factcheck", 2)
+    clustered = replace(clustered, cluster="Lou Gehrig")
+    for k, stored in enumerate(([alone, clustered], [clustered, alone])):
+        queue.store_finished(replace(REQUEST, model=f"m{k}"), "results file", [("factcheck", "1.4.0", stored)], "")
+    read = [(s.job_id, s.row) for s in queue.finished_scores()]
+    assert read == [(1, alone), (1, clustered), (2, clustered), (2, alone)]
+    assert [s.to_json()["cluster"] for s in queue.finished_scores()] == [None, "Lou Gehrig", "Lou Gehrig", None]
+
+
 def test_transitions_pending_running_finished_and_failed(db_url):
     queue = JobQueue.open(db_url)
     job = queue.submit(REQUEST, "alice", pair_cap=4).job

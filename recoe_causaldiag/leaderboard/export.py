@@ -86,7 +86,7 @@ def write_export(queue: JobQueue, folder: Path) -> Path:
         json.dumps(board_document(compute_board(scores)), indent=1) + "\n", encoding="utf-8"
     )
     rows = [score.to_json() for score in scores]
-    columns = {key: [row.get(key) for row in rows] for key in PAIRS_FEATURES}
+    columns = {key: [row[key] for row in rows] for key in PAIRS_FEATURES}
     pairs = datasets.Dataset.from_dict(columns, features=PAIRS_FEATURES)
     write_parquet(pairs, folder / "pairs.parquet")
     return folder

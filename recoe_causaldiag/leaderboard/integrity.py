@@ -80,8 +80,8 @@ def check_scores(values: object, n: int) -> np.ndarray:
 
 
 def check_cluster(value: object) -> str | None:
-    """A pair's cluster: None (the pair stands alone) or 1-`CLUSTER_LENGTH` printable characters. It only groups
-    pairs for the board's statistics and is never shown."""
+    """A pair's cluster: None (the pair stands alone) or 1-`CLUSTER_LENGTH` printable characters. It groups pairs
+    for the board's statistics and is shown as plain text in the per-pair views and exports."""
     if value is None:
         return None
     if not isinstance(value, str):

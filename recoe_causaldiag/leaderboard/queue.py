@@ -158,7 +158,7 @@ class FinishedScore:
 
     def to_json(self) -> dict[str, Any]:
         """The job's configuration, its submission time (ISO 8601, UTC), its model's parameter count and the row,
-        flat (NaN as null)."""
+        flat (NaN as null; `cluster` null where the pair stands alone)."""
         return {
             "job_id": self.job_id,
             "submitted_at": iso_seconds(self.submitted_at),
@@ -169,6 +169,7 @@ class FinishedScore:
             "editor": self.editor,
             "explanations": self.explanations,
             **self.row.to_json(),
+            "cluster": self.row.cluster,
         }
 
     @property
@@ -557,7 +558,8 @@ class JobQueue:
             if owned.rowcount != 1 or stored is not None:
                 return False
             if checked:
-                conn.execute(insert(pair_scores), [{**row.to_json(), "job_id": job_id} for row in checked])
+                rows_stored = [{**row.to_json(), "cluster": row.cluster, "job_id": job_id} for row in checked]
+                conn.execute(insert(pair_scores), rows_stored)
             conn.execute(
                 insert(job_tasks).values(
                     job_id=job_id, task=task, dataset_version=dataset_version, seconds=seconds, done_at=self.now()
