@@ -93,7 +93,7 @@ class PairText:
         vocabulary = frozenset(w for text in (*record.edits, *record.counter_edits, *facts) for w in words(text))
         return cls(
             record.id,
-            str(meta.get("cluster", record.id)),
+            record.id if record.cluster is None else record.cluster,
             record.question,
             record.explanation_faithful,
             record.explanation_unfaithful,
