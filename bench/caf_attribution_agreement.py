@@ -134,7 +134,7 @@ def main() -> None:
             found, seconds = {}, {}
             for path, metric in metrics.items():
                 started = time.perf_counter()
-                found[path] = metric.matrices(engine, lay)[0][0]
+                found[path] = metric.matrices(engine, [lay])[0][0][0]
                 seconds[path] = time.perf_counter() - started
             rho = [
                 float(spearmanr(found["exact"][..., k].ravel(), found["attribution_only"][..., k].ravel())[0])

@@ -146,3 +146,14 @@ def _row(ordered: list[int], continuations: Mapping[int, tuple[int, ...]]) -> Pa
         ends.append((index, path[-1]))
         previous = continuation
     return PackedRow(tuple(tokens), tuple(depths), tuple(parents), tuple(ends))
+
+
+def accepts_packed_rows(model: torch.nn.Module) -> bool:
+    """Whether `model` can run packed rows: they need an attention mask of their own (a 4-D one, which sdpa and eager
+    attention take as given), and every layer must attend as full attention does (a sliding-window, chunked or linear
+    layer would be handed the same mask instead of its own, or ignore it)."""
+    config = model.config
+    text = config.get_text_config()
+    kinds = getattr(text, "layer_types", None)
+    full = all(kind == "full_attention" for kind in kinds) if kinds else getattr(text, "sliding_window", None) is None
+    return config._attn_implementation in ("sdpa", "eager") and full

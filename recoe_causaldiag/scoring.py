@@ -28,7 +28,7 @@ from .editors.editing import IN_CONTEXT, Editor
 from .kv_cache import extended_cache, forked_cache
 from .models import LanguageModel, load_model
 from .packaged_models import default_helper_model
-from .packed_rows import PackedRow, packed_rows
+from .packed_rows import PackedRow, accepts_packed_rows, packed_rows
 from .prompts import Prompt
 from .shared_stems import Stem, common_length, shared_stems
 
@@ -484,17 +484,6 @@ class ScoringEngine:
         for b, (_, packed) in enumerate(batch):
             for index, position in packed.ends:
                 yield index, logits[b, at[position]]
-
-
-def accepts_packed_rows(model: torch.nn.Module) -> bool:
-    """Whether `model` can run packed rows: they need an attention mask of their own (a 4-D one, which sdpa and eager
-    attention take as given), and every layer must attend as full attention does (a sliding-window, chunked or linear
-    layer would be handed the same mask instead of its own, or ignore it)."""
-    config = model.config
-    text = config.get_text_config()
-    kinds = getattr(text, "layer_types", None)
-    full = all(kind == "full_attention" for kind in kinds) if kinds else getattr(text, "sliding_window", None) is None
-    return config._attn_implementation in ("sdpa", "eager") and full
 
 
 SHARED_ENGINES: dict[tuple[str, bool], ScoringEngine] = {}

@@ -7,12 +7,13 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from recoe_causaldiag.mechanisms.activation_patching import Patch, patched_readouts, residual_stream
+from recoe_causaldiag.mechanisms.activation_patching import Ending, Patch, patched_readouts, residual_stream
 from recoe_causaldiag.mechanisms.attribution_patching import attribution_effects
 
 IDS = [5, 17, 3, 42, 8, 29, 11, 60]
 POSITIONS = (1, 3, 5)
 LAYERS = (0, 1, 2)
+READ = tuple(range(5, len(IDS)))  # the answer read at position 5, then the positions after it
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +51,9 @@ def test_effects_match_exact_patches_to_first_order(model):
     errors = []
     for step in (1e-3, 1e-4):
         source = nudged(target, step)
-        exact = patched_readouts(model, IDS, IDS, patches, read, first_read=5, source_states=source)
+        exact = patched_readouts(model, IDS, IDS, patches, [Ending((), READ, read)], source_states=source)[:, 0]
         exact = (exact[1:] - exact[0]).reshape(len(POSITIONS), len(LAYERS), 2)
-        approximate, unpatched = attribution_effects(model, source, IDS, POSITIONS, LAYERS, read, first_read=5)
+        approximate, unpatched = attribution_effects(model, source, IDS, POSITIONS, LAYERS, read, read=READ)
         with torch.no_grad():
             assert torch.allclose(unpatched, read(model(torch.tensor([IDS])).logits[:, 5:])[0])
         assert approximate.abs().max() > 0
@@ -63,6 +64,6 @@ def test_effects_match_exact_patches_to_first_order(model):
 
 def test_positions_after_the_answer_position_cannot_change_the_answer(model):
     source = nudged(residual_stream(model, IDS), 1e-2)
-    effects, _ = attribution_effects(model, source, IDS, (6, 7), LAYERS, read, first_read=5)
+    effects, _ = attribution_effects(model, source, IDS, (6, 7), LAYERS, read, read=READ)
     assert torch.all(effects[:, :, 0] == 0)  # the answer is read at position 5: causal attention
     assert effects[:, :, 1].abs().max() > 0 and np.isfinite(effects.numpy()).all()

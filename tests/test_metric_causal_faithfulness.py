@@ -15,6 +15,7 @@ from scipy.stats import spearmanr
 
 from recoe_causaldiag.api import METRICS, Counterfactual, Instance, symmetric_counterfactual
 from recoe_causaldiag.mechanisms.activation_patching import (
+    Ending,
     Patch,
     decoder_layers,
     patched_readouts,
@@ -129,9 +130,88 @@ def test_patched_positions_are_the_paper_input_span_or_the_changed_and_question_
         CausalFaithfulness(positions="all")
 
 
+def test_the_read_positions_are_the_labels_and_the_tokens_before_each_explanation_token(default_lm, factcheck_pairs):
+    instance = Instance.from_pair(factcheck_pairs[0], factcheck_pairs[0].explanation_faithful)
+    lay = patching_layout(
+        ScoringEngine(default_lm, progress=False), instance, 1, symmetric_counterfactual(instance, _no_tokens)
+    )
+    read, n_expl = lay.read_positions, len(lay.explanation_ids)
+    assert read[0] == lay.label_position and list(read) == sorted(read) and len(read) == 1 + n_expl
+    assert tuple(lay.clean[p + 1] for p in read[1:]) == lay.explanation_ids == lay.clean[-n_expl:]
+
+    def whole_forward(ids):
+        """[p(ŷ) among the labels, mean p(e_j)] from every position's logits, read the paper's way."""
+        with torch.inference_mode():
+            logits = default_lm.model(torch.tensor([list(ids)])).logits[0].double()
+        label = torch.softmax(logits[lay.label_position, list(lay.label_ids)], -1)[lay.label_index]
+        tokens = [torch.softmax(logits[len(ids) - n_expl - 1 + j], -1)[e] for j, e in enumerate(lay.explanation_ids)]
+        return torch.stack([label, torch.stack(tokens).mean()])
+
+    stem = lay.stem_length
+    rows = patched_readouts(default_lm.model, lay.clean[:stem], lay.corrupted[:stem], [Patch((), ())], [lay.ending()])
+    torch.testing.assert_close(rows[0, 0], whole_forward(lay.corrupted), atol=1e-5, rtol=0)
+    for bad in ((), (read[1], read[0]), (read[0], len(lay.clean))):
+        with pytest.raises(ValueError, match="read positions"):
+            patched_readouts(
+                default_lm.model,
+                lay.clean[:stem],
+                lay.corrupted[:stem],
+                [Patch((), ())],
+                [dataclasses.replace(lay.ending(), read=bad)],
+            )
+
+
+def test_a_prompts_explanations_share_their_patched_runs_and_read_as_if_alone(default_lm, factcheck_pairs, monkeypatch):
+    from recoe_causaldiag.mechanisms import activation_patching
+
+    pair, engine = factcheck_pairs[0], ScoringEngine(default_lm, progress=False)
+    lays = []
+    for explanation in (pair.explanation_faithful, pair.explanation_unfaithful):
+        instance = Instance.from_pair(pair, explanation)
+        lays.append(patching_layout(engine, instance, 1, symmetric_counterfactual(instance, _no_tokens)))
+    assert lays[0].stem == lays[1].stem and lays[0].explanation_ids != lays[1].explanation_ids
+    stem, model = lays[0].stem_length, default_lm.model
+    sites = [Patch((), ())] + token_layer_patches(lays[0].positions[::4], (0, 14, 29), 30)
+    sites += token_layer_patches(lays[0].positions[-2:], (9,), 30, window=10)
+    run = dict(batch_size=4)
+    together = patched_readouts(
+        model, lays[0].clean[:stem], lays[0].corrupted[:stem], sites, [e.ending() for e in lays], **run
+    )
+    assert together.shape == (len(sites), 2, 2)
+    for k, lay in enumerate(lays):
+        alone = patched_readouts(model, lay.clean[:stem], lay.corrupted[:stem], sites, [lay.ending()], **run)
+        torch.testing.assert_close(together[:, k], alone[:, 0], atol=2e-6, rtol=0)
+        assert (together[1:, k] - together[0, k]).abs().max() > 1e-4  # the patches move what is read
+    # a model that cannot take a branched sequence's mask runs each ending after the stem on its own
+    forwards, forward = [], model.forward
+
+    def recording(*args, **kwargs):
+        forwards.append(kwargs.get("attention_mask"))
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(activation_patching, "accepts_packed_rows", lambda _model: False)
+    monkeypatch.setattr(model, "forward", recording)
+    one_by_one = patched_readouts(
+        model, lays[0].clean[:stem], lays[0].corrupted[:stem], sites, [e.ending() for e in lays], **run
+    )
+    assert forwards and all(mask is None for mask in forwards)
+    torch.testing.assert_close(one_by_one, together, atol=2e-6, rtol=0)
+    with pytest.raises(ValueError, match="outside the"):
+        patched_readouts(
+            model, lays[0].clean[:stem], lays[0].corrupted[:stem], [Patch((stem,), (0,))], [lays[0].ending()]
+        )
+    with pytest.raises(ValueError, match="differ in their explanations alone"):
+        CausalFaithfulness(require_flip=False).matrices(engine, [lays[0], dataclasses.replace(lays[1], label_index=0)])
+
+
 def last(logits):
     """Read-out for the mechanism tests: the next-token distribution after the whole input."""
     return torch.softmax(logits.float(), dim=-1)[:, -1]
+
+
+def read_last(ids):
+    """The whole input `ids` as a stem with nothing after it, read by `last`."""
+    return [Ending((), (len(ids) - 1,), last)]
 
 
 def test_patching_restores_exactly_what_it_is_given(default_lm, factcheck_pairs):
@@ -145,10 +225,10 @@ def test_patching_restores_exactly_what_it_is_given(default_lm, factcheck_pairs)
         }
     assert (plain["clean"] - plain["corrupted"]).abs().max() > 1e-2
     sites = [Patch((p,), (layer,)) for p in lay.positions[:2] for layer in (0, 29)] + [Patch((), ())]
-    same = patched_readouts(model, lay.clean, lay.clean, sites, last, first_read=lay.label_position, batch_size=2)
+    same = patched_readouts(model, lay.clean, lay.clean, sites, read_last(lay.clean), batch_size=2)[:, 0]
     torch.testing.assert_close(same, plain["clean"].expand(len(sites), -1), atol=1e-5, rtol=0)
     everything = Patch(tuple(range(len(lay.clean))), (0,))
-    swapped = patched_readouts(model, lay.corrupted, lay.clean, [everything], last, first_read=lay.label_position)
+    swapped = patched_readouts(model, lay.corrupted, lay.clean, [everything], read_last(lay.clean))[:, 0]
     torch.testing.assert_close(swapped, plain["corrupted"], atol=1e-4, rtol=0)
     # batched, cached patching equals one uncached forward per patch, with the source state from hidden_states
     position, layer = lay.positions[0], 3
@@ -162,13 +242,8 @@ def test_patching_restores_exactly_what_it_is_given(default_lm, factcheck_pairs)
         finally:
             hook.remove()
     batched = patched_readouts(
-        model,
-        lay.clean,
-        lay.corrupted,
-        [Patch((), ()), Patch((position,), (layer,))],
-        last,
-        first_read=lay.label_position,
-    )
+        model, lay.clean, lay.corrupted, [Patch((), ()), Patch((position,), (layer,))], read_last(lay.corrupted)
+    )[:, 0]
     torch.testing.assert_close(batched[1:], naive, atol=1e-5, rtol=0)
     assert (batched[1] - batched[0]).abs().max() > 1e-4
 
@@ -187,7 +262,15 @@ def test_real_model_scores_two_factcheck_pairs(default_lm, factcheck_pairs):
     assert paper.coverage.status == ("answer not flipped",) * 2 and paper.coverage.fraction == 0
     metric = CausalFaithfulness(layers=(15,), require_flip=False)
     assert METRICS.get("causal_faithfulness") is CausalFaithfulness and metric.explanation_type == "post-hoc"
+    endings_per_call = []
+
+    def counting(*args, **kwargs):
+        endings_per_call.append(len(args[4]))
+        return patched_readouts(*args, **kwargs)
+
+    metric.patcher = counting
     scores = metric.score_instances(instances, engine)
+    assert endings_per_call == [2]  # the first pair's two explanations are patched in one run
     assert tuple(scores) == VARIANTS == metric.variants
     assert metric.coverage.status == (
         "ok",
@@ -209,13 +292,13 @@ def test_attribution_patching_ranks_cells_and_patches_the_top_ones_exactly(defau
     engine = ScoringEngine(default_lm, progress=False)
     lay = patching_layout(engine, instance, 1, symmetric_counterfactual(instance, _no_tokens))
     layers = (3, 15, 27)
-    exact, exact_p = CausalFaithfulness(layers=layers, require_flip=False).matrices(engine, lay)
-    pure, pure_p = CausalFaithfulness(
+    ((exact, exact_p),) = CausalFaithfulness(layers=layers, require_flip=False).matrices(engine, [lay])
+    ((pure, pure_p),) = CausalFaithfulness(
         layers=layers, require_flip=False, patching="attribution", verified_cells=0
-    ).matrices(engine, lay)
-    verified, _ = CausalFaithfulness(
+    ).matrices(engine, [lay])
+    ((verified, _),) = CausalFaithfulness(
         layers=layers, require_flip=False, patching="attribution", verified_cells=4
-    ).matrices(engine, lay)
+    ).matrices(engine, [lay])
     assert pure_p == pytest.approx(exact_p, abs=1e-5) and np.isnan(pure[1]).all()  # no windowed matrices
     for k in (0, 1):  # the first-order matrices rank the cells as the exact ones do
         assert spearmanr(exact[0][..., k].ravel(), pure[0][..., k].ravel())[0] > 0.6
@@ -261,8 +344,8 @@ def test_under_rome_the_instances_weights_states_are_patched_into_the_counterfac
             corrupted = last(model(torch.tensor([list(lay.corrupted)])).logits)
         everything = Patch(tuple(range(len(lay.clean))), (len(decoder_layers(model)) - 1,))
         out = patched_readouts(
-            model, lay.clean, lay.corrupted, [Patch((), ()), everything], last, first_read=0, source_states=source
-        )
+            model, lay.clean, lay.corrupted, [Patch((), ()), everything], read_last(lay.corrupted), source_states=source
+        )[:, 0]
     assert (clean - corrupted).abs().max() > 1e-3, "the two edited models read the same tokens differently"
     torch.testing.assert_close(out[0], corrupted[0], atol=1e-5, rtol=0)
     torch.testing.assert_close(out[1], clean[0], atol=1e-5, rtol=0)

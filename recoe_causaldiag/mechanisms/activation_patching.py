@@ -6,7 +6,8 @@ patch makes to a read-out of the target run is the indirect effect of that hidde
 Works on any Hugging Face decoder-only model: the decoder layers are found as the module list with one entry
 per hidden layer, and a layer's output (the residual stream after it) is overwritten by a forward hook.
 Many patches run in one forward, one patched copy of the target per batch row; the target's KV cache is
-reused for the positions before the earliest patched or read position of a batch (they cannot change).
+reused for the positions before the earliest patched or read position of a batch (they cannot change), and
+the output head runs on the read positions alone.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ import torch
 from tqdm.auto import tqdm
 
 from ..kv_cache import forked_cache
+from ..packed_rows import accepts_packed_rows
 
 Readout = Callable[[torch.Tensor], torch.Tensor]
+"""Maps the logits of the read positions, [rows, read positions, vocabulary], to one tensor per row."""
 
 
 @dataclass(frozen=True)
@@ -65,8 +68,11 @@ def residual_stream(model: torch.nn.Module, ids: Sequence[int]) -> list[torch.Te
 
 
 @torch.inference_mode()
-def _residual_stream(model: torch.nn.Module, ids: Sequence[int]) -> tuple[list[torch.Tensor], bool]:
-    """`residual_stream`, and whether the layers return their hidden state as a plain tensor (not in a tuple)."""
+def _residual_stream(
+    model: torch.nn.Module, ids: Sequence[int], **inputs: torch.Tensor
+) -> tuple[list[torch.Tensor], bool]:
+    """`residual_stream` (of the forward given `inputs` where they are given), and whether the layers return their
+    hidden state as a plain tensor (not in a tuple)."""
     layers, states, plain = decoder_layers(model), [], []
 
     def keep(_module, _args, out) -> None:
@@ -75,7 +81,11 @@ def _residual_stream(model: torch.nn.Module, ids: Sequence[int]) -> tuple[list[t
 
     hooks = [layer.register_forward_hook(keep) for layer in layers]
     try:
-        model(torch.tensor([list(ids)], device=model.device), use_cache=False, logits_to_keep=1)
+        model(
+            **({"input_ids": torch.tensor([list(ids)], device=model.device)} | inputs),
+            use_cache=False,
+            logits_to_keep=1,
+        )
     finally:
         for hook in hooks:
             hook.remove()
@@ -103,35 +113,107 @@ def _site_edits(
     }
 
 
+@dataclass(frozen=True)
+class Ending:
+    """An input that continues a shared stem with `tokens`, read by `readout`: the logits of its positions `read`
+    (ascending, counted from the stem's first token) → one tensor per patched row."""
+
+    tokens: tuple[int, ...]
+    read: tuple[int, ...]
+    readout: Readout
+
+
+@dataclass(frozen=True)
+class _Packed:
+    """A stem and its endings in one sequence, each ending cut after its last read position: token k is `ids[k]`,
+    at `positions[k]` in its own input, of the stem (owner -1) or of ending `owners[k]`; `columns` are, per ending,
+    the sequence indices of its read positions."""
+
+    ids: tuple[int, ...]
+    positions: tuple[int, ...]
+    owners: tuple[int, ...]
+    columns: tuple[tuple[int, ...], ...]
+
+    @property
+    def branched(self) -> bool:
+        """Whether tokens of several endings are in the sequence (each must then see only its own)."""
+        return len(set(self.owners) - {-1}) > 1
+
+    def inputs(self, start: int, rows: int, dtype: torch.dtype, device: torch.device) -> dict[str, torch.Tensor]:
+        """The forward's inputs for `rows` copies of the sequence from `start` on, after a cache of the first `start`
+        tokens: ids, and for a branched sequence the positions and a 4-D mask in which every token sees the stem and
+        the tokens before it in its own ending."""
+        ids = torch.tensor([self.ids[start:]], device=device).expand(rows, -1)
+        if not self.branched:
+            return {"input_ids": ids}
+        owners = torch.tensor(self.owners)
+        size = len(owners)
+        visible = torch.ones(size, size, dtype=torch.bool).tril() & (
+            (owners[None] == -1) | (owners[None] == owners[:, None])
+        )
+        mask = torch.zeros(visible.shape, dtype=dtype).masked_fill(~visible, torch.finfo(dtype).min)[start:]
+        return {
+            "input_ids": ids,
+            "position_ids": torch.tensor([self.positions[start:]], device=device).expand(rows, -1),
+            "attention_mask": mask.to(device)[None, None].expand(rows, -1, -1, -1),
+        }
+
+
+def _packed(stem_ids: Sequence[int], endings: Sequence[Ending]) -> _Packed:
+    """The stem followed by the tokens of each ending that its read positions need."""
+    ids, owners = list(stem_ids), [-1] * len(stem_ids)
+    positions, columns = list(range(len(stem_ids))), []
+    for k, ending in enumerate(endings):
+        _check_read(ending.read, len(stem_ids) + len(ending.tokens))
+        needed = ending.tokens[: max(0, ending.read[-1] + 1 - len(stem_ids))]
+        offset = len(ids) - len(stem_ids)
+        columns.append(tuple(p if p < len(stem_ids) else p + offset for p in ending.read))
+        ids += needed
+        owners += [k] * len(needed)
+        positions += range(len(stem_ids), len(stem_ids) + len(needed))
+    return _Packed(tuple(ids), tuple(positions), tuple(owners), tuple(columns))
+
+
 @torch.inference_mode()
 def patched_readouts(
     model: torch.nn.Module,
     source_ids: Sequence[int],
-    target_ids: Sequence[int],
+    stem_ids: Sequence[int],
     patches: Sequence[Patch],
-    readout: Readout,
+    endings: Sequence[Ending],
     *,
-    first_read: int,
     batch_size: int = 32,
     max_logits: int = 2**27,
     progress: bool = False,
     source_states: Sequence[torch.Tensor] | None = None,
 ) -> torch.Tensor:
-    """`readout` of the target run under each patch, stacked in patch order.
+    """The read-outs [patches, endings, …] of the target runs (the stem `stem_ids` followed by each ending) under
+    each patch of the stem, patched with the source run (`source_ids`, as long as the stem).
 
-    `readout` maps the logits of positions `first_read` … end ([rows, positions, vocabulary]) to one tensor per
-    row; a batch holds at most `batch_size` rows and `max_logits` logit values. `source_states`: the source run's
-    `residual_stream` when it was taken on other weights (an edited model's), else it is computed here."""
-    if len(source_ids) != len(target_ids):
-        raise ValueError(f"source and target differ in length ({len(source_ids)} vs {len(target_ids)} tokens)")
-    if not 0 <= first_read < len(target_ids):
-        raise ValueError(f"first_read {first_read} is outside the {len(target_ids)}-token input")
+    The endings share the stem's computation: they run in one sequence, each seeing the stem and itself (where the
+    model takes such a mask, `packed_rows.accepts_packed_rows`; else one after another). A batch holds at most
+    `batch_size` patched copies and `max_logits` logit values. `source_states`: the source run's `residual_stream`
+    when it was taken on other weights (an edited model's), else it is computed here."""
+    if len(source_ids) != len(stem_ids):
+        raise ValueError(f"source and stem differ in length ({len(source_ids)} vs {len(stem_ids)} tokens)")
+    if not endings:
+        raise ValueError("no ending to read")
+    if any(not 0 <= p < len(stem_ids) for patch in patches for p in patch.positions):
+        raise ValueError(f"a patched position lies outside the {len(stem_ids)}-token stem")
+    packed = _packed(stem_ids, endings)
+    if packed.branched and not accepts_packed_rows(model):
+        one_by_one = dict(batch_size=batch_size, max_logits=max_logits, progress=progress, source_states=source_states)
+        return torch.cat(
+            [patched_readouts(model, source_ids, stem_ids, patches, [e], **one_by_one) for e in endings], dim=1
+        )
     layers = decoder_layers(model)
+    device, dtype = model.device, model.dtype
     source = residual_stream(model, source_ids) if source_states is None else source_states
-    unpatched, replayable = _residual_stream(model, target_ids)
-    target = torch.tensor([list(target_ids)], device=model.device)
-    kept = len(target_ids) - first_read
-    rows_per_batch = max(1, min(batch_size, max_logits // (kept * model.config.get_text_config().vocab_size)))
+    unpatched, replayable = _residual_stream(model, packed.ids, **packed.inputs(0, 1, dtype, device))
+    stem = torch.tensor([list(stem_ids)], device=device)
+    columns = sorted({column for ending in packed.columns for column in ending})
+    at = {column: j for j, column in enumerate(columns)}
+    rows_per_batch = max(1, min(batch_size, max_logits // (len(columns) * model.config.get_text_config().vocab_size)))
     order = sorted(range(len(patches)), key=lambda k: (_floor(patches[k], len(layers)), patches[k].positions[:1]))
     prefix_caches: dict[int, object] = {}
     results: list[torch.Tensor] = [torch.empty(0)] * len(patches)
@@ -139,13 +221,12 @@ def patched_readouts(
     for first in range(0, len(order), rows_per_batch):
         members = order[first : first + rows_per_batch]
         batch = [patches[k] for k in members]
-        start = min([first_read] + [p for patch in batch if patch.layers for p in patch.positions])
+        start = min([len(stem_ids), columns[0]] + [p for patch in batch if patch.layers for p in patch.positions])
         batch_cache = None
         if start > 0:
             if start not in prefix_caches:
-                prefix_caches[start] = model(target[:, :start], use_cache=True, logits_to_keep=1).past_key_values
-            rows = torch.zeros(len(batch), dtype=torch.long, device=model.device)
-            batch_cache = forked_cache(prefix_caches[start], rows)
+                prefix_caches[start] = model(stem[:, :start], use_cache=True, logits_to_keep=1).past_key_values
+            batch_cache = forked_cache(prefix_caches[start], torch.zeros(len(batch), dtype=torch.long, device=device))
         hooks = []
         for layer, (rows, positions, values) in _site_edits(batch, source, start).items():
 
@@ -157,20 +238,30 @@ def patched_readouts(
         floor = min(_floor(patch, len(layers)) for patch in batch) if replayable else 0
         try:
             with replayed(layers, unpatched, floor, start, len(batch)):
-                out = model(
-                    target[:, start:].expand(len(batch), -1),
+                logits = model(
+                    **packed.inputs(start, len(batch), dtype, device),
                     past_key_values=batch_cache,
                     use_cache=False,
-                    logits_to_keep=kept,
-                )
+                    logits_to_keep=torch.tensor(columns, device=device) - start,
+                ).logits
         finally:
             for hook in hooks:
                 hook.remove()
-        for k, row in zip(members, readout(out.logits)):
+        read = [
+            ending.readout(logits[:, [at[column] for column in own]])
+            for ending, own in zip(endings, packed.columns, strict=True)
+        ]
+        for k, row in zip(members, torch.stack(read, dim=1)):
             results[k] = row
         bar.update(len(batch))
     bar.close()
     return torch.stack(results)
+
+
+def _check_read(read: Sequence[int], length: int) -> None:
+    """Refuse read positions that are empty, unordered or outside a `length`-token input."""
+    if not read or list(read) != sorted(set(read)) or not 0 <= read[0] <= read[-1] < length:
+        raise ValueError(f"read positions {list(read)} are not ascending positions of the {length}-token input")
 
 
 def _floor(patch: Patch, n_layers: int) -> int:
@@ -213,21 +304,20 @@ def replayed(
 def patched_readouts_reference(
     model: torch.nn.Module,
     source_ids: Sequence[int],
-    target_ids: Sequence[int],
+    stem_ids: Sequence[int],
     patches: Sequence[Patch],
-    readout: Readout,
+    endings: Sequence[Ending],
     *,
-    first_read: int,
     source_states: Sequence[torch.Tensor] | None = None,
     **_batching: object,
 ) -> torch.Tensor:
-    """`patched_readouts` as the reference code computes it: one forward of the whole target input per patch
-    (batch 1, no KV reuse); what `make bench` and the tests compare the batched, cached path with."""
-    if len(source_ids) != len(target_ids):
-        raise ValueError(f"source and target differ in length ({len(source_ids)} vs {len(target_ids)} tokens)")
+    """`patched_readouts` as the reference code computes it: one forward of each whole target input per patch
+    (batch 1, no KV reuse, nothing shared between endings); what `make bench` and the tests compare the batched,
+    cached path with."""
+    if len(source_ids) != len(stem_ids):
+        raise ValueError(f"source and stem differ in length ({len(source_ids)} vs {len(stem_ids)} tokens)")
     layers = decoder_layers(model)
     source = residual_stream(model, source_ids) if source_states is None else source_states
-    target = torch.tensor([list(target_ids)], device=model.device)
     results = []
     for patch in patches:
         hooks = []
@@ -240,9 +330,13 @@ def patched_readouts_reference(
 
             hooks.append(layers[layer].register_forward_hook(write))
         try:
-            logits = model(target, use_cache=False).logits[:, first_read:]
+            read = []
+            for ending in endings:
+                _check_read(ending.read, len(stem_ids) + len(ending.tokens))
+                target = torch.tensor([list(stem_ids) + list(ending.tokens)], device=model.device)
+                read.append(ending.readout(model(target, use_cache=False).logits[:, list(ending.read)]))
         finally:
             for hook in hooks:
                 hook.remove()
-        results.append(readout(logits))
+        results.append(torch.stack(read, dim=1))
     return torch.cat(results)

@@ -28,10 +28,11 @@ def attribution_effects(
     layers: Sequence[int],
     readout: Readout,
     *,
-    first_read: int,
+    read: Sequence[int],
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """First-order effects [positions, layers, read-outs] of restoring `source_states` (the source run's
-    `residual_stream`) at each (position, layer) of the target run, and the unpatched target run's read-out."""
+    `residual_stream`) at each (position, layer) of the target run, and the unpatched target run's read-out of the
+    logits at the positions `read` (ascending)."""
     modules = decoder_layers(model)
     kept: dict[int, torch.Tensor] = {}
 
@@ -45,7 +46,7 @@ def attribution_effects(
     try:
         with torch.enable_grad():
             target = torch.tensor([list(target_ids)], device=model.device)
-            logits = model(target, use_cache=False).logits[:, first_read:]
+            logits = model(target, use_cache=False, logits_to_keep=torch.tensor(list(read), device=model.device)).logits
             read = readout(logits)[0]
             states = [kept[layer] for layer in layers]
             effects = torch.empty(len(positions), len(layers), len(read), dtype=torch.float64)

@@ -46,6 +46,7 @@ from .. import prompts
 from ..api import Counterfactual, Engine, Instance, Metric, register_metric, symmetric_counterfactual
 from ..editors.weights import EditError
 from ..mechanisms.activation_patching import (
+    Ending,
     Patch,
     Readout,
     decoder_layers,
@@ -79,6 +80,36 @@ class PatchingLayout:
     explanation_ids: tuple[int, ...]
     clean_state: tuple[str, ...] = ()
     corrupted_state: tuple[str, ...] = ()
+
+    @property
+    def read_positions(self) -> tuple[int, ...]:
+        """The positions whose logits `readout` reads: the label's, then the one before each explanation token."""
+        end = len(self.clean) - 1
+        return (self.label_position, *range(end - len(self.explanation_ids), end))
+
+    @property
+    def stem_length(self) -> int:
+        """The tokens before the explanation: the same for every explanation of one prompt."""
+        return len(self.clean) - len(self.explanation_ids)
+
+    @property
+    def stem(self) -> tuple:
+        """What layouts must agree on to share their patched runs: everything but the explanation."""
+        n = self.stem_length
+        return (
+            self.clean[:n],
+            self.corrupted[:n],
+            self.positions,
+            self.label_ids,
+            self.label_index,
+            self.label_position,
+            self.clean_state,
+            self.corrupted_state,
+        )
+
+    def ending(self) -> Ending:
+        """The counterfactual run's explanation after the stem, read by `readout`."""
+        return Ending(self.corrupted[self.stem_length :], self.read_positions, readout(self))
 
 
 def patching_layout(
@@ -123,14 +154,13 @@ def patching_layout(
 
 
 def readout(lay: PatchingLayout) -> Readout:
-    """Logits from the label position on → [p(ŷ) among the labels, mean p(e_j) over the explanation tokens]."""
-    n_expl = len(lay.explanation_ids)
+    """Logits at `lay.read_positions` → [p(ŷ) among the labels, mean p(e_j) over the explanation tokens]."""
     expl_ids = torch.tensor(lay.explanation_ids)
 
     def read(logits: torch.Tensor) -> torch.Tensor:
         logits = logits.float()
         label = torch.softmax(logits[:, 0, list(lay.label_ids)], dim=-1)[:, lay.label_index]
-        rows = logits[:, -n_expl - 1 : -1]
+        rows = logits[:, 1:]
         chosen = rows.gather(-1, expl_ids.to(rows.device).expand(len(rows), -1)[..., None])[..., 0]
         expl = torch.exp(chosen - torch.logsumexp(rows, dim=-1)).mean(-1)
         return torch.stack([label, expl], dim=-1).double().cpu()
@@ -269,44 +299,49 @@ class CausalFaithfulness(Metric):
     def variants(self) -> tuple[str, ...]:
         return VARIANTS
 
-    def matrices(self, engine: Engine, lay: PatchingLayout) -> tuple[np.ndarray, float]:
-        """Effects [single | windowed, tokens, layers, answer | explanation] and p_*(ŷ), the corrupted run's."""
-        model = engine.lm.model
+    def matrices(self, engine: Engine, layouts: Sequence[PatchingLayout]) -> list[tuple[np.ndarray, float]]:
+        """Per layout (all of one `stem`: the explanations of one prompt, whose patched runs share the stem's
+        computation): effects [single | windowed, tokens, layers, answer | explanation] and p_*(ŷ), the corrupted
+        run's."""
+        if len({lay.stem for lay in layouts}) != 1:
+            raise ValueError("the layouts patched together must differ in their explanations alone")
+        model, lay = engine.lm.model, layouts[0]
         n_layers = len(decoder_layers(model))
         layers = self.layers if self.layers is not None else tuple(range(n_layers))
         if not all(0 <= layer < n_layers for layer in layers):
             raise ValueError(f"layers {list(layers)} are not all within the model's {n_layers} decoder layers")
+        stem = lay.stem_length
         with engine.editor.applied(lay.clean_state):
-            source = residual_stream(model, lay.clean)
+            source = residual_stream(model, lay.clean[:stem])
         if self.patching == "attribution":
-            return self._attributed(engine, lay, layers, source)
+            return [self._attributed(engine, one, layers, source) for one in layouts]
         patches = [Patch((), ())] + [
             patch for w in (1, self.window) for patch in token_layer_patches(lay.positions, layers, n_layers, window=w)
         ]
         with engine.editor.applied(lay.corrupted_state):
             out = self.patcher(
                 model,
-                lay.clean,
-                lay.corrupted,
+                lay.clean[:stem],
+                lay.corrupted[:stem],
                 patches,
-                readout(lay),
-                first_read=lay.label_position,
+                [one.ending() for one in layouts],
                 batch_size=self.batch_size,
                 progress=engine.progress,
                 source_states=source,
             )
-        return (out[1:] - out[0]).numpy().reshape(2, len(lay.positions), len(layers), 2), float(out[0, 0])
+        effects = (out[1:] - out[0]).numpy().reshape(2, len(lay.positions), len(layers), len(layouts), 2)
+        return [(effects[..., k, :], float(out[0, k, 0])) for k in range(len(layouts))]
 
     def _attributed(
         self, engine: Engine, lay: PatchingLayout, layers: Sequence[int], source: Sequence[torch.Tensor]
     ) -> tuple[np.ndarray, float]:
-        """`matrices` by attribution patching: first-order effects of every cell, the `verified_cells` largest
-        (by the sum of their answer and explanation effects, each relative to its largest) replaced by exact
-        patches; the windowed matrices are NaN."""
+        """Effects and p_*(ŷ) as `matrices` gives them, by attribution patching: first-order effects of every cell,
+        the `verified_cells` largest (by the sum of their answer and explanation effects, each relative to its
+        largest) replaced by exact patches; the windowed matrices are NaN."""
         model = engine.lm.model
         with engine.editor.applied(lay.corrupted_state):
             effects, unpatched = attribution_effects(
-                model, source, lay.corrupted, lay.positions, layers, readout(lay), first_read=lay.label_position
+                model, source, lay.corrupted, lay.positions, layers, readout(lay), read=lay.read_positions
             )
             scale = effects.abs().flatten(0, 1).max(0).values.clamp_min(ZERO_NORM)
             rank = (effects.abs() / scale).sum(-1).flatten()
@@ -315,15 +350,14 @@ class CausalFaithfulness(Metric):
             if cells:
                 exact = self.patcher(
                     model,
-                    lay.clean,
-                    lay.corrupted,
+                    lay.clean[: lay.stem_length],
+                    lay.corrupted[: lay.stem_length],
                     [Patch((), ())] + [Patch((lay.positions[p],), (layers[j],)) for p, j in cells],
-                    readout(lay),
-                    first_read=lay.label_position,
+                    [lay.ending()],
                     batch_size=self.batch_size,
                     progress=False,
                     source_states=source,
-                )
+                )[:, 0]
                 for (p, j), row in zip(cells, exact[1:] - exact[0], strict=True):
                     effects[p, j] = row
         windowed = torch.full_like(effects, float("nan"))
@@ -332,21 +366,25 @@ class CausalFaithfulness(Metric):
     def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
         scores = {v: np.full(len(instances), np.nan) for v in VARIANTS}
         probs = engine.label_probs([label_request(i) for i in instances], desc=self.name)
-        status, total = [], []
-        for k, instance in enumerate(tqdm(instances, desc=self.name, disable=not engine.progress)):
-            label_index = int(np.argmax(probs[k]))
+        status, total, stems = [], np.full(len(instances), np.nan), {}
+        for k, instance in enumerate(instances):
             reason, lay = prepare(
-                engine, instance, label_index, require_flip=self.require_flip, positions=self.positions
+                engine, instance, int(np.argmax(probs[k])), require_flip=self.require_flip, positions=self.positions
             )
             status.append(reason)
-            if lay is None:
-                total.append(float("nan"))
-                continue
-            effects, corrupted_p = self.matrices(engine, lay)
-            total.append(float(probs[k][label_index]) - corrupted_p)
-            single, windowed = effects
-            values = caf_scores(single[..., 0], single[..., 1], windowed[..., 0], windowed[..., 1])
-            for variant, value in values.items():
-                scores[variant][k] = value
-        self.coverage = Coverage(tuple(status), tuple(total))
+            if lay is not None:
+                stems.setdefault(lay.stem, []).append((k, lay))
+        bar = tqdm(total=sum(map(len, stems.values())), desc=self.name, disable=not engine.progress)
+        for members in stems.values():
+            for (k, lay), (effects, corrupted_p) in zip(
+                members, self.matrices(engine, [lay for _, lay in members]), strict=True
+            ):
+                total[k] = float(probs[k][lay.label_index]) - corrupted_p
+                single, windowed = effects
+                values = caf_scores(single[..., 0], single[..., 1], windowed[..., 0], windowed[..., 1])
+                for variant, value in values.items():
+                    scores[variant][k] = value
+            bar.update(len(members))
+        bar.close()
+        self.coverage = Coverage(tuple(status), tuple(map(float, total)))
         return scores
