@@ -47,16 +47,16 @@ def attribution_effects(
         with torch.enable_grad():
             target = torch.tensor([list(target_ids)], device=model.device)
             logits = model(target, use_cache=False, logits_to_keep=torch.tensor(list(read), device=model.device)).logits
-            read = readout(logits)[0]
+            outputs = readout(logits)[0]
             states = [kept[layer] for layer in layers]
-            effects = torch.empty(len(positions), len(layers), len(read), dtype=torch.float64)
+            effects = torch.empty(len(positions), len(layers), len(outputs), dtype=torch.float64)
             where = list(positions)
-            for k in range(len(read)):
-                grads = torch.autograd.grad(read[k], states, retain_graph=k + 1 < len(read))
+            for k in range(len(outputs)):
+                grads = torch.autograd.grad(outputs[k], states, retain_graph=k + 1 < len(outputs))
                 for j, (layer, state, grad) in enumerate(zip(layers, states, grads, strict=True)):
                     delta = source_states[layer][where].to(state.dtype) - state[0, where].detach()
                     effects[:, j, k] = (delta * grad[0, where]).sum(-1).double().cpu()
     finally:
         for hook in hooks:
             hook.remove()
-    return effects, read.detach()
+    return effects, outputs.detach()

@@ -367,7 +367,8 @@ class CausalFaithfulness(Metric):
         scores = {v: np.full(len(instances), np.nan) for v in VARIANTS}
         probs = engine.label_probs([label_request(i) for i in instances], desc=self.name)
         status, total, stems = [], np.full(len(instances), np.nan), {}
-        for k, instance in enumerate(instances):
+        preparing = tqdm(instances, desc=f"{self.name} counterfactuals", disable=not engine.progress)
+        for k, instance in enumerate(preparing):
             reason, lay = prepare(
                 engine, instance, int(np.argmax(probs[k])), require_flip=self.require_flip, positions=self.positions
             )
