@@ -183,10 +183,11 @@ def test_a_prompts_explanations_share_their_patched_runs_and_read_as_if_alone(de
         torch.testing.assert_close(together[:, k], alone[:, 0], atol=2e-6, rtol=0)
         assert (together[1:, k] - together[0, k]).abs().max() > 1e-4  # the patches move what is read
     # a model that cannot take a branched sequence's mask runs each ending after the stem on its own
-    forwards, forward = [], model.forward
+    forwards, inputs, forward = [], [], model.forward
 
     def recording(*args, **kwargs):
         forwards.append(kwargs.get("attention_mask"))
+        inputs.append(kwargs["input_ids"][0].tolist() if "input_ids" in kwargs else args[0][0].tolist())
         return forward(*args, **kwargs)
 
     monkeypatch.setattr(activation_patching, "accepts_packed_rows", lambda _model: False)
@@ -195,6 +196,7 @@ def test_a_prompts_explanations_share_their_patched_runs_and_read_as_if_alone(de
         model, lays[0].clean[:stem], lays[0].corrupted[:stem], sites, [e.ending() for e in lays], **run
     )
     assert forwards and all(mask is None for mask in forwards)
+    assert inputs.count(list(lays[0].clean[:stem])) == 1  # the source run is taken once for all the endings
     torch.testing.assert_close(one_by_one, together, atol=2e-6, rtol=0)
     with pytest.raises(ValueError, match="outside the"):
         patched_readouts(

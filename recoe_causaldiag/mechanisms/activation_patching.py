@@ -201,14 +201,14 @@ def patched_readouts(
     if any(not 0 <= p < len(stem_ids) for patch in patches for p in patch.positions):
         raise ValueError(f"a patched position lies outside the {len(stem_ids)}-token stem")
     packed = _packed(stem_ids, endings)
+    source = residual_stream(model, source_ids) if source_states is None else source_states
     if packed.branched and not accepts_packed_rows(model):
-        one_by_one = dict(batch_size=batch_size, max_logits=max_logits, progress=progress, source_states=source_states)
+        one_by_one = dict(batch_size=batch_size, max_logits=max_logits, progress=progress, source_states=source)
         return torch.cat(
             [patched_readouts(model, source_ids, stem_ids, patches, [e], **one_by_one) for e in endings], dim=1
         )
     layers = decoder_layers(model)
     device, dtype = model.device, model.dtype
-    source = residual_stream(model, source_ids) if source_states is None else source_states
     unpatched, replayable = _residual_stream(model, packed.ids, **packed.inputs(0, 1, dtype, device))
     stem = torch.tensor([list(stem_ids)], device=device)
     columns = sorted({column for ending in packed.columns for column in ending})
