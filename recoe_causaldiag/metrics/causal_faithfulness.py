@@ -241,7 +241,7 @@ class CausalFaithfulness(Metric):
 
     name = "causal_faithfulness"
     explanation_type = "post-hoc"
-    pairs_per_checkpoint = 1  # the capable model on 2 CPU cores: 10–17 min per patched pair-direction
+    pairs_per_checkpoint = 1  # the capable model on 2 CPU cores: 10–15 min per patched pair-direction
     patcher = staticmethod(patched_readouts)
     """How the patched runs are computed: batched with KV reuse (`patched_readouts`), or the reference loop."""
     description = "1 − cosine distance between activation-patching effect matrices of the answer and the explanation"
