@@ -1,15 +1,16 @@
-"""CC-SHAP convergence (issue 16): how far a CC-SHAP score with k permutations lies from a many-permutation
-reference, as a function of the forwards it costs, for captum's independent permutations ("sampling"), for
-antithetic pairs ("antithetic") and for shap's Kernel SHAP at the coalitions of k permutations ("kernel").
+"""CC-SHAP convergence (issue 16): how far a CC-SHAP score with k permutations lies from the exact one, as a
+function of the forwards it costs, for captum's independent permutations ("sampling"), antithetic pairs
+("antithetic"), antithetic pairs along orthogonal directions ("orthogonal"), and shap's Kernel SHAP at the coalitions
+of k permutations ("kernel", with --kernel).
 
-Shapley value sampling averages one marginal-contribution vector per permutation, so a k-permutation estimate is
-the mean of k single-permutation ones. Every single permutation (and every antithetic pair) of an instance is
-computed once, all in one batched engine call with the coalitions shared; the estimates at each k are means over
-disjoint blocks of them. Kernel SHAP is no mean of smaller estimates: each of its blocks is a fit of its own, with
-its own seed (as many blocks per instance as sampling has). The reference is the mean of `--reference` further
-permutations drawn with other seeds, so no estimate shares a permutation with it. The error at k is
-|CC-SHAP(k) − CC-SHAP(reference)|, averaged over blocks and instances (both explanations of each pair, post-hoc
-variant); forwards count the distinct coalitions one estimate needs. Writes a plot and prints the table.
+The reference is exact: every coalition of an explanation's question tokens is scored (2^n, so explanations whose
+question has more than --max-features tokens are left out and counted), all in one batched engine call, and the
+Shapley values are enumerated from them. Every estimate then reads its coalitions from those scores, so an
+estimator's error is measured on --blocks independent estimates per k and explanation at no further forward: each
+is the metric's own estimator (captum, seeded) at n_samples = k. The error at k is |CC-SHAP(k) − CC-SHAP(exact)|
+(post-hoc variant), averaged per explanation over its blocks, then over explanations, with a 95% bootstrap interval
+over explanations; forwards count the distinct coalitions one estimate needs. Writes a plot, a JSON summary and the
+table.
 """
 
 from __future__ import annotations
@@ -23,9 +24,6 @@ import numpy as np
 import torch
 
 from recoe_causaldiag.metrics.cc_shap import Attribution, CoalitionForward
-
-REFERENCE_SEEDS = 10_000
-"""Seeds of the reference's permutations start here, far from the estimates' seeds."""
 
 
 class KernelFit(Attribution):
@@ -56,29 +54,49 @@ class KernelFit(Attribution):
         return np.asarray(values, dtype=float).reshape(len(question), -1).T
 
 
-def estimates(engine, layout, answer, baseline_id, seeds, estimator, n_samples, forward):
-    """One estimate of `n_samples` per seed (an Attribution, or a KernelFit for "kernel"), all reading one shared
-    forward, so a coalition any of them needs is scored once."""
-    kind = KernelFit if estimator == "kernel" else Attribution
-    return [
-        kind(
-            engine,
-            layout,
-            answer,
-            baseline_id=baseline_id,
-            n_samples=n_samples,
-            seed=seed,
-            estimator=estimator,
-            forward=forward,
-        )
-        for seed in seeds
-    ]
+def every_coalition(question: tuple[int, ...], baseline_id: int) -> list[tuple[int, ...]]:
+    """All 2^n coalitions of the question's tokens as model inputs; coalition m keeps token i where bit i of m is
+    set and holds the baseline elsewhere."""
+    n = len(question)
+    return [tuple(q if m >> i & 1 else baseline_id for i, q in enumerate(question)) for m in range(2**n)]
 
 
-def single_permutations(engine, layout, answer, baseline_id, seeds, estimator, forward):
-    """One Attribution per seed of one permutation, or of one antithetic pair."""
-    n_samples = 2 if estimator == "antithetic" else 1
-    return estimates(engine, layout, answer, baseline_id, seeds, estimator, n_samples, forward)
+def exact_values(forward: CoalitionForward, baseline_id: int) -> np.ndarray:
+    """Exact Shapley values of a forward's outputs over its question tokens, shape (outputs, n), from the scores of
+    every coalition (scored before: `forward.memo`)."""
+    question = forward.layout.question
+    n = len(question)
+    outputs = torch.stack([forward.memo[c] for c in every_coalition(question, baseline_id)]).numpy()
+    masks = np.arange(2**n)
+    sizes = np.array([bin(m).count("1") for m in masks])
+    factorial = np.cumprod([1.0, *range(1, n + 1)])
+    weights = np.zeros(2**n)
+    below = sizes < n
+    weights[below] = factorial[sizes[below]] * factorial[n - 1 - sizes[below]] / factorial[n]
+    values = np.zeros((outputs.shape[1], n))
+    for i in range(n):
+        without = masks[(masks >> i & 1) == 0]
+        values[:, i] = (weights[without, None] * (outputs[without | 1 << i] - outputs[without])).sum(axis=0)
+    return values
+
+
+def estimate(forward: CoalitionForward, baseline_id: int, kind: str, k: int, seed: int) -> Attribution:
+    """The estimate of `kind` with k permutations (Kernel SHAP: their coalitions) and `seed`, reading `forward`."""
+    layout, answer = forward.layout, forward.label_index
+    fit = KernelFit if kind == "kernel" else Attribution
+    return fit(
+        forward.engine, layout, answer, baseline_id=baseline_id, n_samples=k, seed=seed, estimator=kind, forward=forward
+    )
+
+
+def bootstrap_interval(values: np.ndarray) -> tuple[float, float]:
+    """95% percentile bootstrap interval of the mean of `values` (explanations resampled)."""
+    from scipy.stats import bootstrap
+
+    if len(values) < 2:
+        return float("nan"), float("nan")
+    found = bootstrap((values,), np.mean, n_resamples=2000, method="percentile", random_state=0)
+    return float(found.confidence_interval.low), float(found.confidence_interval.high)
 
 
 def main() -> None:
@@ -92,9 +110,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--task", default="factcheck")
-    parser.add_argument("--pairs", type=int, default=4)
-    parser.add_argument("--reference", type=int, default=64, help="permutations of the reference")
-    parser.add_argument("--pool", type=int, default=16, help="largest k (permutations per estimate)")
+    parser.add_argument("--pairs", type=int, default=20)
+    parser.add_argument("--max-features", type=int, default=11, help="longest question enumerated (2^n coalitions)")
+    parser.add_argument("--blocks", type=int, default=32, help="independent estimates per k and explanation")
+    parser.add_argument("--ks", default="2,4,6,8,12,16", help="permutations per estimate")
     parser.add_argument("--out", default="docs/figures/cc_shap_convergence.png")
     parser.add_argument("--plot-only", action="store_true", help="redraw the plot from the summary beside --out")
     parser.add_argument("--kernel", action="store_true", help="add the Kernel SHAP curve (needs shap)")
@@ -112,76 +131,48 @@ def main() -> None:
     ]
     baseline_id = lm.encode("...", continuation=True)[0]
     answers = [int(np.argmax(p)) for p in engine.label_probs([label_request(i) for i in instances])]
-    ks = [k for k in (1, 2, 4, 8, 16, 32, 64) if k <= args.pool]
-    kinds = ("sampling", "antithetic", *(("kernel",) if args.kernel else ()))
-    kernel_ks = ks[1:] if args.kernel else []
-    plans = []
+    forwards, longer = [], 0
     for instance, answer in zip(instances, answers, strict=True):
         layout = post_hoc_layout(engine, instance, answer)
         if not (layout.question and layout.explanation_ids):
             continue
-        shared = CoalitionForward(engine, layout, answer)
-        seeds = range(REFERENCE_SEEDS, REFERENCE_SEEDS + args.reference)
-        plans.append(
-            {
-                "forward": shared,
-                "sampling": single_permutations(
-                    engine, layout, answer, baseline_id, range(args.pool), "sampling", shared
-                ),
-                "antithetic": single_permutations(
-                    engine, layout, answer, baseline_id, range(args.pool // 2), "antithetic", shared
-                ),
-                "kernel": {
-                    k: estimates(engine, layout, answer, baseline_id, range(args.pool // k), "kernel", k, shared)
-                    for k in kernel_ks
-                },
-                "reference": single_permutations(engine, layout, answer, baseline_id, seeds, "sampling", shared),
-            }
-        )
-    every = [
-        a
-        for plan in plans
-        for group in (plan["sampling"], plan["antithetic"], plan["reference"], *plan["kernel"].values())
-        for a in group
-    ]
-    for attribution in every:
-        attribution.record()
-    score_recorded(engine, [plan["forward"] for plan in plans])
+        if len(layout.question) > args.max_features:
+            longer += 1
+            continue
+        forward = CoalitionForward(engine, layout, answer)
+        forward.recorded.update(dict.fromkeys(every_coalition(layout.question, baseline_id)))
+        forwards.append(forward)
+    coalitions = sum(len(f.recorded) for f in forwards)
+    score_recorded(engine, forwards)
+    scoring = time.perf_counter() - started
 
-    errors = {kind: {k: [] for k in ks if k >= 2 or kind == "sampling"} for kind in kinds}
-    costs = {kind: {k: [] for k in errors[kind]} for kind in kinds}
-    for plan in plans:
-        reference = np.mean([a.values() for a in plan["reference"]], axis=0)
-        truth = cc_shap_score(reference[0], reference[1:])
-        for kind, per_estimate in (("sampling", 1), ("antithetic", 2)):
-            singles = [a.values() for a in plan[kind]]
-            for k in errors[kind]:
-                block = k // per_estimate
-                for start in range(0, len(singles) - block + 1, block):
-                    estimate = np.mean(singles[start : start + block], axis=0)
-                    errors[kind][k].append(abs(cc_shap_score(estimate[0], estimate[1:]) - truth))
-                    costs[kind][k].append(distinct_coalitions(plan[kind][start : start + block]))
-        for k, fits in plan["kernel"].items():
-            for fit in fits:
-                estimate = fit.values()
-                errors["kernel"][k].append(abs(cc_shap_score(estimate[0], estimate[1:]) - truth))
-                costs["kernel"][k].append(distinct_coalitions([fit]))
+    ks = [int(k) for k in args.ks.split(",")]
+    kinds = ("sampling", "antithetic", "orthogonal", *(("kernel",) if args.kernel else ()))
+    errors = {kind: {k: [] for k in ks} for kind in kinds}
+    costs = {kind: {k: [] for k in ks} for kind in kinds}
+    for forward in forwards:
+        exact = exact_values(forward, baseline_id)
+        truth = cc_shap_score(exact[0], exact[1:])
+        for kind in kinds:
+            for k in ks:
+                found = [estimate(forward, baseline_id, kind, k, seed).values() for seed in range(args.blocks)]
+                errors[kind][k].append(np.nanmean([abs(cc_shap_score(v[0], v[1:]) - truth) for v in found]))
+                costs[kind][k].append(distinct_coalitions(estimate(forward, baseline_id, kind, k, 0)))
     summary = {
-        "instances": len(plans),
-        "pairs": args.pairs,
         "task": args.task,
-        "reference": args.reference,
-        "curves": {
-            kind: [
-                {
-                    "k": k,
-                    "forwards": round(float(np.mean(costs[kind][k])), 1),
-                    "error": round(float(np.nanmean(errors[kind][k])), 4),
-                    "blocks": int(np.isfinite(errors[kind][k]).sum()),
-                }
-                for k in errors[kind]
-            ]
-            for kind in errors
+        "pairs": args.pairs,
+        "instances": len(forwards),
+        "left_out_longer": longer,
+        "max_features": args.max_features,
+        "blocks": args.blocks,
+        "coalitions_scored": coalitions,
+        "scoring_seconds": round(scoring),
+        "reference": "exact",
+        "curves": {kind: [point(errors[kind][k], costs[kind][k], k) for k in ks] for kind in kinds},
+        "paired": {
+            f"{kind} / antithetic": [paired(errors[kind][k], errors["antithetic"][k], k) for k in ks]
+            for kind in kinds
+            if kind != "antithetic"
         },
     }
     out = Path(args.out)
@@ -191,37 +182,64 @@ def main() -> None:
     print(f"wrote {out} and {out.with_suffix('.json')} in {time.perf_counter() - started:.0f} s")
 
 
+def point(errors: list[float], costs: list[int], k: int) -> dict:
+    """One curve point: k, mean forwards, the mean per-explanation error and its bootstrap interval."""
+    values = np.asarray(errors, float)
+    low, high = bootstrap_interval(values)
+    return {
+        "k": k,
+        "forwards": round(float(np.mean(costs)), 1),
+        "error": round(float(values.mean()), 4),
+        "ci": [round(low, 4), round(high, 4)],
+    }
+
+
+def paired(errors: list[float], against: list[float], k: int) -> dict:
+    """One estimator's errors against antithetic pairs' at the same k, explanation by explanation: the ratio of their
+    means, the share of explanations where it is lower, and the Wilcoxon signed-rank p-value."""
+    from scipy.stats import wilcoxon
+
+    a, b = np.asarray(errors, float), np.asarray(against, float)
+    return {
+        "k": k,
+        "ratio": round(float(a.mean() / b.mean()), 3),
+        "lower_in": round(float((a < b).mean()), 3),
+        "p_value": round(float(wilcoxon(a, b).pvalue), 4) if len(a) > 1 and (a != b).any() else None,
+    }
+
+
 def report(summary: dict, out: Path) -> None:
     """Print the table and draw the plot of a study's summary."""
     print(
-        f"{summary['instances']} instances ({summary['pairs']} pairs of {summary['task']}, post-hoc), "
-        f"reference {summary['reference']} permutations"
+        f"{summary['instances']} explanations ({summary['pairs']} pairs of {summary['task']}, post-hoc; "
+        f"{summary['left_out_longer']} left out with over {summary['max_features']} question tokens), "
+        f"exact reference from {summary['coalitions_scored']} coalitions, {summary['blocks']} estimates per point"
     )
-    print(f"{'estimator':<11} {'k':>3} {'forwards':>9} {'mean |err|':>10} {'blocks':>6}")
+    print(f"{'estimator':<11} {'k':>3} {'forwards':>9} {'mean |err|':>10}  95% CI")
     for kind, points in summary["curves"].items():
-        for point in points:
-            print(f"{kind:<11} {point['k']:>3} {point['forwards']:>9.1f} {point['error']:>10.4f} {point['blocks']:>6}")
+        for p in points:
+            low, high = p["ci"]
+            print(f"{kind:<11} {p['k']:>3} {p['forwards']:>9.1f} {p['error']:>10.4f}  [{low:.4f}, {high:.4f}]")
+    for name, points in summary["paired"].items():
+        for p in points:
+            print(f"{name} at k={p['k']}: error ratio {p['ratio']}, lower in {p['lower_in']:.0%}, p {p['p_value']}")
     plot(summary, out)
 
 
-def distinct_coalitions(attributions) -> int:
-    """The coalitions an estimate made of these attributions' permutations (or of this fit) needs, each scored once:
-    the same estimates recorded again on a fresh forward."""
-    first = attributions[0]
-    layout, answer = first.forward.layout, first.forward.label_index
-    probe = CoalitionForward(first.forward.engine, layout, answer)
-    for a in attributions:
-        kind = type(a)
-        kind(
-            probe.engine,
-            layout,
-            answer,
-            baseline_id=a.baseline_id,
-            n_samples=a.n_samples,
-            seed=a.seed,
-            estimator=a.estimator,
-            forward=probe,
-        ).record()
+def distinct_coalitions(fit: Attribution) -> int:
+    """The coalitions one estimate needs, each scored once: the estimate recorded again on a fresh forward."""
+    layout, answer = fit.forward.layout, fit.forward.label_index
+    probe = CoalitionForward(fit.forward.engine, layout, answer)
+    type(fit)(
+        probe.engine,
+        layout,
+        answer,
+        baseline_id=fit.baseline_id,
+        n_samples=fit.n_samples,
+        seed=fit.seed,
+        estimator=fit.estimator,
+        forward=probe,
+    ).record()
     return len(probe.recorded)
 
 
@@ -233,26 +251,26 @@ def plot(summary: dict, out: Path) -> None:
     from matplotlib.ticker import NullFormatter, ScalarFormatter
 
     fig, ax = plt.subplots(figsize=(5.5, 3.6), dpi=150)
-    for (kind, points), marker in zip(summary["curves"].items(), ("o", "s", "^")):
+    for (kind, points), marker in zip(summary["curves"].items(), ("o", "s", "D", "^")):
         x, y = [p["forwards"] for p in points], [p["error"] for p in points]
-        ax.plot(x, y, marker=marker, label=kind)
-        for point in points:
-            ax.annotate(
-                f"k={point['k']}", (point["forwards"], point["error"]), textcoords="offset points", xytext=(4, 4)
-            )
+        below = [p["error"] - p["ci"][0] for p in points]
+        above = [p["ci"][1] - p["error"] for p in points]
+        ax.errorbar(x, y, yerr=[below, above], marker=marker, markersize=4, capsize=2, label=kind)
+    for p in summary["curves"]["antithetic"]:
+        ax.annotate(f"k={p['k']}", (p["forwards"], p["error"]), textcoords="offset points", xytext=(4, 4), fontsize=7)
     ax.set_xscale("log")
     ax.set_yscale("log")
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(ScalarFormatter())
         axis.set_minor_formatter(NullFormatter())
     ax.set_xticks([10, 20, 40, 80, 160])
-    ax.set_yticks([0.05, 0.1, 0.2, 0.3])
+    ax.set_yticks([0.02, 0.05, 0.1, 0.2, 0.3])
     ax.set_xlabel("distinct coalitions scored per attribution (forwards)")
-    ax.set_ylabel("mean |CC-SHAP(k) − reference|")
+    ax.set_ylabel("mean |CC-SHAP(k) − exact|")
     ax.set_title(
-        f"CC-SHAP post-hoc, {summary['instances']} explanations of {summary['task']}; "
-        f"reference {summary['reference']} permutations",
-        fontsize=9,
+        f"CC-SHAP post-hoc, {summary['instances']} explanations of {summary['task']} "
+        f"(≤ {summary['max_features']} question tokens)\nagainst exact Shapley values; 95% CIs over explanations",
+        fontsize=8,
     )
     ax.legend()
     ax.grid(True, which="major", alpha=0.3)

@@ -131,7 +131,7 @@ def test_a_run_records_every_metric_options_default_and_a_rerun_keeps_the_record
         "seed": 3,
         "baseline": "...",
         "select": ("post_hoc", "cot"),
-        "estimator": "antithetic",
+        "estimator": "orthogonal",
     }
     assert recorded.options_for("random_baseline") == {"seed": 0}
     assert RunSpec.from_dict(json.loads(json.dumps(recorded.to_dict()))) == recorded
