@@ -9,8 +9,8 @@ Shapley values are enumerated from them. Every estimate then reads its coalition
 estimator's error is measured on --blocks independent estimates per k and explanation at no further forward: each
 is the metric's own estimator (captum, seeded) at n_samples = k. The error at k is |CC-SHAP(k) − CC-SHAP(exact)|
 (post-hoc variant), averaged per explanation over its blocks, then over explanations, with a 95% bootstrap interval
-over explanations; forwards count the distinct coalitions one estimate needs. Writes a plot, a JSON summary and the
-table.
+over explanations; forwards count the distinct coalitions one estimate needs (seed 0's, averaged over
+explanations). Writes a plot, a JSON summary and the table.
 """
 
 from __future__ import annotations
@@ -110,8 +110,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--task", default="factcheck")
-    parser.add_argument("--pairs", type=int, default=20)
-    parser.add_argument("--max-features", type=int, default=11, help="longest question enumerated (2^n coalitions)")
+    parser.add_argument("--pairs", type=int, default=30)
+    parser.add_argument("--max-features", type=int, default=10, help="longest question enumerated (2^n coalitions)")
     parser.add_argument("--blocks", type=int, default=32, help="independent estimates per k and explanation")
     parser.add_argument("--ks", default="2,4,6,8,12,16", help="permutations per estimate")
     parser.add_argument("--out", default="docs/figures/cc_shap_convergence.png")

@@ -173,8 +173,8 @@ def orthogonal_permutations(num_features: int, num_samples: int) -> Iterator[lis
     """Permutations from orthogonal directions (Mitchell et al., 2022, "orthogonal spherical codes"): a permutation
     is a point of the sphere in the hyperplane orthogonal to (1, …, 1), and each direction of a random orthonormal
     basis of that hyperplane gives the permutation that orders the features as it does, followed by its reverse (the
-    opposite direction: an antithetic pair). Pairs from one basis are as far apart as pairs can be; after its
-    num_features − 1 directions a new basis is drawn."""
+    opposite direction: an antithetic pair). The pairs of one basis are mutually orthogonal, so no two lie close
+    together; after its num_features − 1 directions a new basis is drawn."""
     directions: list[torch.Tensor] = []
     drawn: list[int] = []
     for k in range(num_samples):
