@@ -1,7 +1,7 @@
-"""CC-SHAP convergence (issue 16): how far a CC-SHAP score with k permutations lies from the exact one, as a
-function of the forwards it costs, for captum's independent permutations ("sampling"), antithetic pairs
-("antithetic"), antithetic pairs along orthogonal directions ("orthogonal"), and shap's Kernel SHAP at the coalitions
-of k permutations ("kernel", with --kernel).
+"""CC-SHAP convergence (issue 16): how far a CC-SHAP score at budget k lies from the exact one, as a function of
+the forwards it costs, for captum's independent permutations ("sampling"), antithetic pairs ("antithetic"),
+antithetic pairs along orthogonal directions ("orthogonal"), Leverage SHAP at the coalitions of k permutations
+("leverage", the metric's default), and shap's Kernel SHAP at as many ("kernel", with --kernel).
 
 The reference is exact: every coalition of an explanation's question tokens is scored (2^n, so explanations whose
 question has more than --max-features tokens are left out and counted), all in one batched engine call, and the
@@ -9,13 +9,16 @@ Shapley values are enumerated from them. Every estimate then reads its coalition
 estimator's error is measured on --blocks independent estimates per k and explanation at no further forward: each
 is the metric's own estimator (captum, seeded) at n_samples = k. The error at k is |CC-SHAP(k) − CC-SHAP(exact)|
 (post-hoc variant), averaged per explanation over its blocks, then over explanations, with a 95% bootstrap interval
-over explanations; forwards count the distinct coalitions one estimate needs (seed 0's, averaged over
-explanations). Writes a plot, a JSON summary and the table.
+over explanations; forwards count the distinct coalitions one estimate needs (averaged over the blocks' seeds and
+explanations). Paired comparisons, explanation by explanation: every estimator against antithetic pairs at the same
+k, Leverage SHAP against orthogonal pairs at the same k, and every estimator at every k against independent
+permutations at the largest k (the original code's budget is 16). Writes a plot, a JSON summary and the table.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -23,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from recoe_causaldiag.metrics.cc_shap import Attribution, CoalitionForward
+from recoe_causaldiag.metrics.cc_shap import Attribution, AttributionLayout, CoalitionForward
 
 
 class KernelFit(Attribution):
@@ -99,28 +102,20 @@ def bootstrap_interval(values: np.ndarray) -> tuple[float, float]:
     return float(found.confidence_interval.low), float(found.confidence_interval.high)
 
 
-def main() -> None:
+def scored_study(args: argparse.Namespace) -> tuple[list[CoalitionForward], int, int, float]:
+    """The study's explanations with every coalition scored, their baseline token, how many were left out for a
+    longer question, and the seconds the scoring took: read from --scores where it holds this study's, else scored
+    now (and kept in --scores where given)."""
     from recoe_causaldiag.api import Instance
     from recoe_causaldiag.mechanisms.prompting import label_request
-    from recoe_causaldiag.metrics.cc_shap import cc_shap_score, post_hoc_layout, score_recorded
-    from recoe_causaldiag.models import DEFAULT_MODEL, load_model
+    from recoe_causaldiag.metrics.cc_shap import post_hoc_layout, score_recorded
+    from recoe_causaldiag.models import load_model
     from recoe_causaldiag.scoring import ScoringEngine
     from recoe_causaldiag.task_pairs import iter_task_pairs
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default=DEFAULT_MODEL)
-    parser.add_argument("--task", default="factcheck")
-    parser.add_argument("--pairs", type=int, default=30)
-    parser.add_argument("--max-features", type=int, default=10, help="longest question enumerated (2^n coalitions)")
-    parser.add_argument("--blocks", type=int, default=32, help="independent estimates per k and explanation")
-    parser.add_argument("--ks", default="2,4,6,8,12,16", help="permutations per estimate")
-    parser.add_argument("--out", default="docs/figures/cc_shap_convergence.png")
-    parser.add_argument("--plot-only", action="store_true", help="redraw the plot from the summary beside --out")
-    parser.add_argument("--kernel", action="store_true", help="add the Kernel SHAP curve (needs shap)")
-    args = parser.parse_args()
-    if args.plot_only:
-        report(json.loads(Path(args.out).with_suffix(".json").read_text(encoding="utf-8")), Path(args.out))
-        return
+    study = {"model": args.model, "task": args.task, "pairs": args.pairs, "max_features": args.max_features}
+    if args.scores and args.scores.exists():
+        return read_scores(args.scores, study)
 
     started = time.perf_counter()
     lm = load_model(args.model)
@@ -142,12 +137,74 @@ def main() -> None:
         forward = CoalitionForward(engine, layout, answer)
         forward.recorded.update(dict.fromkeys(every_coalition(layout.question, baseline_id)))
         forwards.append(forward)
-    coalitions = sum(len(f.recorded) for f in forwards)
     score_recorded(engine, forwards)
     scoring = time.perf_counter() - started
+    if args.scores:
+        write_scores(args.scores, study, forwards, baseline_id, longer, scoring)
+    return forwards, baseline_id, longer, scoring
+
+
+def write_scores(
+    path: Path, study: dict, forwards: list[CoalitionForward], baseline_id: int, longer: int, seconds: float
+) -> None:
+    """Keep a study's scored coalitions in `path`: its settings, and each explanation's layout, predicted label and
+    the outputs of its 2^n coalitions in `every_coalition` order."""
+    entries = [
+        {
+            "layout": dataclasses.asdict(f.layout),
+            "label_index": f.label_index,
+            "outputs": torch.stack([f.memo[c] for c in every_coalition(f.layout.question, baseline_id)]),
+        }
+        for f in forwards
+    ]
+    kept = {**study, "baseline_id": baseline_id, "left_out_longer": longer, "scoring_seconds": seconds}
+    torch.save({**kept, "forwards": entries}, path)
+
+
+def read_scores(path: Path, study: dict) -> tuple[list[CoalitionForward], int, int, float]:
+    """The scored study kept in `path` (`write_scores`) as `scored_study` returns it; refused when `path` holds
+    another study's."""
+    kept = torch.load(path, weights_only=True)
+    if {key: kept[key] for key in study} != study:
+        raise SystemExit(f"{path} holds the scores of another study: { ({key: kept[key] for key in study}) }")
+    forwards = []
+    for entry in kept["forwards"]:
+        layout = AttributionLayout(**entry["layout"])
+        forward = CoalitionForward(None, layout, entry["label_index"])
+        forward.memo = dict(zip(every_coalition(layout.question, kept["baseline_id"]), entry["outputs"], strict=True))
+        forwards.append(forward)
+    return forwards, kept["baseline_id"], kept["left_out_longer"], kept["scoring_seconds"]
+
+
+def main() -> None:
+    from recoe_causaldiag.metrics.cc_shap import cc_shap_score
+    from recoe_causaldiag.models import DEFAULT_MODEL
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument("--task", default="factcheck")
+    parser.add_argument("--pairs", type=int, default=30)
+    parser.add_argument("--max-features", type=int, default=10, help="longest question enumerated (2^n coalitions)")
+    parser.add_argument("--blocks", type=int, default=32, help="independent estimates per k and explanation")
+    parser.add_argument(
+        "--ks", default="2,4,5,6,8,12,16", help="budgets: permutations per estimate, or their coalitions"
+    )
+    parser.add_argument("--out", default="docs/figures/cc_shap_convergence.png")
+    parser.add_argument("--plot-only", action="store_true", help="redraw the plot from the summary beside --out")
+    parser.add_argument("--kernel", action="store_true", help="add the Kernel SHAP curve (needs shap)")
+    parser.add_argument(
+        "--scores", type=Path, help="keep every coalition's outputs in this file, or read them from it (scored once)"
+    )
+    args = parser.parse_args()
+    if args.plot_only:
+        report(json.loads(Path(args.out).with_suffix(".json").read_text(encoding="utf-8")), Path(args.out))
+        return
+
+    started = time.perf_counter()
+    forwards, baseline_id, longer, scoring = scored_study(args)
 
     ks = [int(k) for k in args.ks.split(",")]
-    kinds = ("sampling", "antithetic", "orthogonal", *(("kernel",) if args.kernel else ()))
+    kinds = ("sampling", "antithetic", "orthogonal", "leverage", *(("kernel",) if args.kernel else ()))
     errors = {kind: {k: [] for k in ks} for kind in kinds}
     costs = {kind: {k: [] for k in ks} for kind in kinds}
     for forward in forwards:
@@ -157,7 +214,10 @@ def main() -> None:
             for k in ks:
                 found = [estimate(forward, baseline_id, kind, k, seed).values() for seed in range(args.blocks)]
                 errors[kind][k].append(np.nanmean([abs(cc_shap_score(v[0], v[1:]) - truth) for v in found]))
-                costs[kind][k].append(distinct_coalitions(estimate(forward, baseline_id, kind, k, 0)))
+                drawn = [
+                    distinct_coalitions(estimate(forward, baseline_id, kind, k, seed)) for seed in range(args.blocks)
+                ]
+                costs[kind][k].append(float(np.mean(drawn)))
     summary = {
         "task": args.task,
         "pairs": args.pairs,
@@ -165,14 +225,22 @@ def main() -> None:
         "left_out_longer": longer,
         "max_features": args.max_features,
         "blocks": args.blocks,
-        "coalitions_scored": coalitions,
+        "coalitions_scored": sum(2 ** len(f.layout.question) for f in forwards),
         "scoring_seconds": round(scoring),
         "reference": "exact",
         "curves": {kind: [point(errors[kind][k], costs[kind][k], k) for k in ks] for kind in kinds},
         "paired": {
-            f"{kind} / antithetic": [paired(errors[kind][k], errors["antithetic"][k], k) for k in ks]
-            for kind in kinds
-            if kind != "antithetic"
+            **{
+                f"{kind} / antithetic": [paired(errors[kind][k], errors["antithetic"][k], k) for k in ks]
+                for kind in kinds
+                if kind != "antithetic"
+            },
+            "leverage / orthogonal": [paired(errors["leverage"][k], errors["orthogonal"][k], k) for k in ks],
+            **{
+                f"{kind} / sampling {ks[-1]}": [paired(errors[kind][k], errors["sampling"][ks[-1]], k) for k in ks]
+                for kind in kinds
+                if kind != "sampling"
+            },
         },
     }
     out = Path(args.out)
@@ -195,8 +263,8 @@ def point(errors: list[float], costs: list[int], k: int) -> dict:
 
 
 def paired(errors: list[float], against: list[float], k: int) -> dict:
-    """One estimator's errors against antithetic pairs' at the same k, explanation by explanation: the ratio of their
-    means, the share of explanations where it is lower, and the Wilcoxon signed-rank p-value."""
+    """One estimator's errors at k against another's, explanation by explanation: the ratio of their means, the
+    share of explanations where it is lower, and the Wilcoxon signed-rank p-value."""
     from scipy.stats import wilcoxon
 
     a, b = np.asarray(errors, float), np.asarray(against, float)
@@ -251,12 +319,12 @@ def plot(summary: dict, out: Path) -> None:
     from matplotlib.ticker import NullFormatter, ScalarFormatter
 
     fig, ax = plt.subplots(figsize=(5.5, 3.6), dpi=150)
-    for (kind, points), marker in zip(summary["curves"].items(), ("o", "s", "D", "^")):
+    for (kind, points), marker in zip(summary["curves"].items(), ("o", "s", "D", "v", "^")):
         x, y = [p["forwards"] for p in points], [p["error"] for p in points]
         below = [p["error"] - p["ci"][0] for p in points]
         above = [p["ci"][1] - p["error"] for p in points]
         ax.errorbar(x, y, yerr=[below, above], marker=marker, markersize=4, capsize=2, label=kind)
-    for p in summary["curves"]["antithetic"]:
+    for p in summary["curves"]["leverage"]:
         ax.annotate(f"k={p['k']}", (p["forwards"], p["error"]), textcoords="offset points", xytext=(4, 4), fontsize=7)
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -25,9 +25,12 @@ from recoe_causaldiag.metrics.cc_shap import (
     attributions,
     cc_shap_score,
     cot_layouts,
+    leverage_coalitions,
     orthogonal_permutations,
     post_hoc_layout,
+    projected_regression,
     score_recorded,
+    size_allocation,
 )
 from recoe_causaldiag.models import LanguageModel
 from recoe_causaldiag.scoring import LabelRequest, ScoringEngine
@@ -275,25 +278,116 @@ def test_convergence_study_enumeration_on_a_game_with_interactions(study, game):
     np.testing.assert_allclose(study.exact_values(forward, baseline), exact, rtol=1e-9, atol=1e-12)
 
 
+def game_estimates(game, estimator: str, n_samples: int, seeds: range) -> np.ndarray:
+    """The estimates of `estimator` on the made-up game, one per seed, shape (seeds, outputs, features)."""
+    forward, baseline, _ = game
+    return np.array(
+        [
+            Attribution(
+                None,
+                forward.layout,
+                0,
+                baseline_id=baseline,
+                n_samples=n_samples,
+                seed=seed,
+                estimator=estimator,
+                forward=forward,
+            ).values()
+            for seed in seeds
+        ]
+    )
+
+
+@pytest.mark.parametrize("estimator", ["leverage", "sampling", "antithetic", "orthogonal"])
+def test_every_estimator_is_efficient_and_seeded(game, estimator):
+    """Each estimate sums to f(full) − f(empty), the same seed gives the same one, and a single one at a small budget
+    misses the exact values."""
+    _, _, exact = game
+    one, again = game_estimates(game, estimator, 4, range(1)), game_estimates(game, estimator, 4, range(1))
+    np.testing.assert_allclose(one[0].sum(axis=1), exact.sum(axis=1), rtol=1e-6, atol=1e-5)
+    np.testing.assert_array_equal(one, again)
+    assert np.abs(one[0] - exact).max() > 0.1 * np.abs(exact).max(), "a single estimate is not exact"
+
+
 @pytest.mark.parametrize("estimator", ["sampling", "antithetic", "orthogonal"])
-def test_every_estimator_is_efficient_seeded_and_centred_on_the_exact_values(game, estimator):
-    """Each estimate sums to f(full) − f(empty); a single one misses the exact values, and the mean of 200 seeds'
-    lies within 4 standard errors of them in every entry (an estimator that is not centred would not)."""
-    forward, baseline, exact = game
-
-    def estimate(seed: int) -> np.ndarray:
-        return Attribution(
-            None, forward.layout, 0, baseline_id=baseline, n_samples=4, seed=seed, estimator=estimator, forward=forward
-        ).values()
-
-    one = estimate(0)
-    np.testing.assert_allclose(one.sum(axis=1), exact.sum(axis=1), rtol=1e-6, atol=1e-5)
-    np.testing.assert_array_equal(one, estimate(0))
-    scale = np.abs(exact).max()
-    assert np.abs(one - exact).max() > 0.1 * scale, "a single estimate is not exact"
-    many = np.array([estimate(seed) for seed in range(200)])
+def test_permutation_estimators_are_centred_on_the_exact_values(game, estimator):
+    """The mean of 200 seeds' estimates lies within 4 standard errors of the exact values in every entry (an
+    estimator that is not centred would not)."""
+    many, exact = game_estimates(game, estimator, 4, range(200)), game[2]
     standard_error = many.std(axis=0) / np.sqrt(len(many))
     assert (np.abs(many.mean(axis=0) - exact) < 4 * standard_error).all(), "centred on the exact values"
+
+
+def test_leverage_bias_is_small_beside_its_error_and_shrinks_with_the_budget(game):
+    """Leverage SHAP is a least-squares fit on random coalitions, not an unbiased estimator: over 200 seeds its
+    bias stays a small part of its root-mean-square error in every entry, and falls as the budget grows."""
+    exact = game[2]
+    bias, error = {}, {}
+    for n_samples in (4, 16):
+        many = game_estimates(game, "leverage", n_samples, range(200))
+        bias[n_samples] = np.abs(many.mean(axis=0) - exact)
+        error[n_samples] = np.sqrt(((many - exact) ** 2).mean(axis=0))
+        assert (bias[n_samples] < 0.4 * error[n_samples]).all()
+    assert bias[16].mean() < bias[4].mean() / 3 and error[16].mean() < error[4].mean() / 3
+
+
+def test_convergence_study_keeps_its_scored_coalitions_and_reads_them_back(study, game, tmp_path):
+    forward, baseline, _ = game
+    settings = {"model": "m", "task": "factcheck", "pairs": 3, "max_features": 8}
+    study.write_scores(tmp_path / "scores.pt", settings, [forward], baseline, 5, 12.5)
+    (read,), read_baseline, longer, seconds = study.read_scores(tmp_path / "scores.pt", settings)
+    assert (read.layout, read.label_index, read_baseline, longer, seconds) == (forward.layout, 0, baseline, 5, 12.5)
+    assert read.memo.keys() == forward.memo.keys()
+    assert all(torch.equal(read.memo[c], forward.memo[c]) for c in forward.memo)
+    with pytest.raises(SystemExit, match="another study"):
+        study.read_scores(tmp_path / "scores.pt", {**settings, "pairs": 4})
+
+
+def test_size_allocation_gives_every_size_an_equal_share_and_takes_small_classes_whole():
+    """Eight features: classes of sizes 1|7, 2|6, 3|5 (8, 28, 56 pairs) and 4 (35 pairs of complements), the middle
+    one a single size, so half a share."""
+    assert size_allocation(8, 7) == pytest.approx({1: 2, 2: 2, 3: 2, 4: 1})
+    assert size_allocation(8, 40) == pytest.approx({1: 8, 2: 12.8, 3: 12.8, 4: 6.4}), "size 1|7 has only 8 pairs"
+    assert size_allocation(8, 1000) == {1: 8, 2: 28, 3: 56, 4: 35}, "all 127 pairs, no more"
+    assert size_allocation(1, 5) == {}
+
+
+def test_leverage_coalitions_are_seeded_complementary_pairs_drawn_once():
+    for n, budget in [(8, 40), (9, 30), (12, 72)]:
+        masks, weights = leverage_coalitions(n, budget, np.random.default_rng(3))
+        full = (1 << n) - 1
+        assert len(set(masks)) == len(masks) and abs(len(masks) - budget) <= n, "about the budget, none twice"
+        assert {full ^ m for m in masks} == set(masks) and not {0, full} & set(masks)
+        assert len(weights) == len(masks) and (weights > 0).all()
+        again, same = leverage_coalitions(n, budget, np.random.default_rng(3))
+        assert again == masks and np.array_equal(same, weights)
+        assert leverage_coalitions(n, budget, np.random.default_rng(4))[0] != masks
+    masks, _ = leverage_coalitions(8, 80, np.random.default_rng(0))
+    assert sorted(m for m in masks if m.bit_count() == 1) == [1 << i for i in range(8)], "40 pairs: size 1 whole"
+
+
+def test_projected_regression_is_exact_with_every_coalition_and_efficient_with_few(game, study):
+    forward, baseline, exact = game
+    outputs = np.stack([forward.memo[c].numpy() for c in study.every_coalition(forward.layout.question, baseline)])
+    n, full = 8, 255
+    masks = list(range(1, full))
+    sizes = np.array([m.bit_count() for m in masks])
+    kernel = 1 / np.array([math.comb(n, s) * s * (n - s) for s in sizes])
+    np.testing.assert_allclose(
+        projected_regression(n, masks, kernel, outputs[masks], outputs[0], outputs[full]), exact, atol=1e-10
+    )
+    few, weights = leverage_coalitions(n, 16, np.random.default_rng(0))
+    values = projected_regression(n, few, weights, outputs[few], outputs[0], outputs[full])
+    np.testing.assert_allclose(values.sum(axis=1), outputs[full] - outputs[0], atol=1e-10)
+    assert np.abs(values - exact).max() > 0.01, "16 coalitions of 254 do not give the exact values"
+    np.testing.assert_allclose(
+        Attribution(
+            None, forward.layout, 0, baseline_id=baseline, n_samples=32, seed=0, estimator="leverage", forward=forward
+        ).values(),
+        exact,
+        atol=1e-10,
+        err_msg="a budget of every coalition is exact through the metric's path",
+    )
 
 
 def test_convergence_study_kernel_shap_is_exact_with_every_coalition_and_seeded_below(tiny_engine, instance, study):

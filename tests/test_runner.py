@@ -127,11 +127,11 @@ def test_a_run_records_every_metric_options_default_and_a_rerun_keeps_the_record
     recorded = runner.score_run(spec, lm=evaluated, progress=False).spec
     assert recorded.metric_options == spec.metric_options
     assert recorded.options_for("cc_shap") == {
-        "n_samples": 8,
+        "n_samples": 6,
         "seed": 3,
         "baseline": "...",
         "select": ("post_hoc", "cot"),
-        "estimator": "orthogonal",
+        "estimator": "leverage",
     }
     assert recorded.options_for("random_baseline") == {"seed": 0}
     assert RunSpec.from_dict(json.loads(json.dumps(recorded.to_dict()))) == recorded
