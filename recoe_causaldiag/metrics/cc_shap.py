@@ -203,14 +203,20 @@ def _orthonormal_basis(num_features: int) -> torch.Tensor:
     return q * torch.sign(torch.diagonal(r))
 
 
+def pair_counts(num_features: int) -> dict[int, int]:
+    """The complementary pairs of coalitions of each size class (s and n − s, for s = 1 … n // 2); the middle
+    class, where s = n − s, pairs each coalition with its complement of the same size."""
+    return {
+        s: math.comb(num_features, s) // (2 if 2 * s == num_features else 1) for s in range(1, num_features // 2 + 1)
+    }
+
+
 def size_allocation(num_features: int, pairs: float) -> dict[int, float]:
     """How many complementary pairs of coalitions to draw of each size class (s and n − s, for s = 1 … n // 2), for
     `pairs` in all: shares proportional to the sizes' summed leverage scores, which are equal for every size
     (Musco & Witter, 2025), so a class of two sizes gets twice the share of the middle one; a class with fewer pairs
     than its share is taken whole and the rest shared among the others."""
-    counts = {
-        s: math.comb(num_features, s) // (2 if 2 * s == num_features else 1) for s in range(1, num_features // 2 + 1)
-    }
+    counts = pair_counts(num_features)
     mass = {s: 1 if 2 * s == num_features else 2 for s in counts}
     allocation, left, left_mass = {}, min(pairs, sum(counts.values())), sum(mass.values())
     for s in sorted(counts, key=lambda s: counts[s] / mass[s]):
@@ -228,9 +234,9 @@ def leverage_coalitions(num_features: int, budget: int, rng: np.random.Generator
     full = (1 << num_features) - 1
     masks: list[int] = []
     weights: list[float] = []
+    counts = pair_counts(num_features)
     for size, expected in size_allocation(num_features, budget / 2).items():
-        half = 2 * size == num_features
-        count = math.comb(num_features, size) // (2 if half else 1)
+        half, count = 2 * size == num_features, counts[size]
         drawn = int(expected) + int(rng.random() < expected - int(expected))
         if drawn == count:
             chosen = [sum(1 << i for i in kept) for kept in itertools.combinations(range(num_features), size)]
