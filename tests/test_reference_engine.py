@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
 
 from recoe_causaldiag import scoring
+from recoe_causaldiag.api import Instance
 from recoe_causaldiag.mechanisms.activation_patching import patched_readouts_reference
 from recoe_causaldiag.metrics import METRICS
-from recoe_causaldiag.models import load_model
+from recoe_causaldiag.metrics.causal_faithfulness import prepare
+from recoe_causaldiag.models import LanguageModel, load_model
 from recoe_causaldiag.packaged_models import default_helper_model
 from recoe_causaldiag.reference_engine import ReferenceEngine
 from recoe_causaldiag.scoring import ScoringEngine
@@ -78,3 +82,39 @@ def test_the_reference_loop_runs_every_prompt_whole_and_alone(default_lm, factch
     reference.perplexity([r.prompt for r in requests[:2]])
     encoded = [reference.encode(r.prompt) for r in requests]
     assert forwards == [(1, len(e.prefix) + len(e.continuation)) for e in encoded + encoded[:2]]
+
+
+def test_caf_engine_equals_its_reference_loop_in_float64(default_lm, factcheck_pairs):
+    """In float64 CaF's engine (patches stacked along the batch, the two explanations branching after their shared
+    stem, the KV cache reused before the first patched position) and the reference loop (one forward per patch) agree
+    to rounding; the float32 gap the tolerance above allows is float32's (bench/caf_rounding.py, README)."""
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(default_lm.tokenizer),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        initializer_range=0.5,
+    )
+    model = LlamaForCausalLM(config).double().eval()
+    lm = LanguageModel("tiny", "test", model, default_lm.tokenizer, chat=True)
+    options = {"layers": (0, 2), "require_flip": False}
+    pairs = [next(p for p in factcheck_pairs if patchable(ScoringEngine(lm, progress=False), p))]
+    scores = {}
+    for path, engine in (("engine", ScoringEngine(lm, progress=False)), ("reference", ReferenceEngine(lm))):
+        metric = METRICS.get("causal_faithfulness")(**options)
+        if path == "reference":
+            metric.patcher = patched_readouts_reference
+        scores[path] = {s.variant: np.concatenate([s.faithful, s.unfaithful]) for s in metric.score(pairs, engine)}
+    for variant, fast in scores["engine"].items():
+        assert np.isfinite(fast).all(), f"{variant}: an explanation was not patched"
+        np.testing.assert_allclose(fast, scores["reference"][variant], atol=1e-9, rtol=0, err_msg=variant)
+
+
+def patchable(engine: ScoringEngine, pair) -> bool:
+    """Whether CaF can patch both explanations of the pair without requiring a flipped answer."""
+    instances = [Instance.from_pair(pair, e) for e in (pair.explanation_faithful, pair.explanation_unfaithful)]
+    return all(prepare(engine, i, 0, require_flip=False)[1] is not None for i in instances)
