@@ -1,5 +1,6 @@
-"""One scripted engine for tests: it implements the `Engine` protocol, answers label requests and generations from
-scripted functions of the prompt, and records what it was asked. Its model stub splits text into words."""
+"""Stand-ins for tests: one scripted engine, which implements the `Engine` protocol, answers label requests and
+generations from scripted functions of the prompt and records what it was asked (its model stub splits text into
+words); and a small random Llama with a real tokenizer, for plumbing that needs real forwards."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
 
 from recoe_causaldiag.api import Encoded, LabelRequest
 from recoe_causaldiag.api.records import PairRecord
 from recoe_causaldiag.api.run_spec import ModelIdentity
 from recoe_causaldiag.editors.editing import IN_CONTEXT
-from recoe_causaldiag.models import DEFAULT_MODEL
+from recoe_causaldiag.models import DEFAULT_MODEL, LanguageModel
 from recoe_causaldiag.prompts import Prompt, Turn, in_context
 
 
@@ -108,3 +111,20 @@ def flip_a_byte(path: Path) -> None:
         byte = handle.read(1)
         handle.seek(-1, 1)
         handle.write(bytes([byte[0] ^ 0xFF]))
+
+
+def random_llama(like: LanguageModel, *, layers: int = 1, init_std: float = 0.02) -> LanguageModel:
+    """A seeded random Llama (hidden size 16) with `like`'s tokenizer and chat template: fast and deterministic.
+    A larger `init_std` makes its outputs depend more on the input (patching effects above numerical zero)."""
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(like.tokenizer),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        initializer_range=init_std,
+    )
+    return LanguageModel("tiny", "test", LlamaForCausalLM(config).eval(), like.tokenizer, chat=True)

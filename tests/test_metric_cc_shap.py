@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 from cards import card_namespace
-from transformers import LlamaConfig, LlamaForCausalLM
+from fakes import random_llama
 
 from recoe_causaldiag import prompts
 from recoe_causaldiag.api.metric import Instance
@@ -34,24 +34,13 @@ from recoe_causaldiag.metrics.cc_shap import (
     score_recorded,
     size_allocation,
 )
-from recoe_causaldiag.models import LanguageModel
 from recoe_causaldiag.scoring import LabelRequest, ScoringEngine
 
 
 @pytest.fixture(scope="module")
 def tiny_engine(default_lm):
     """A random 1-layer model with the default model's tokenizer and chat template: fast and deterministic."""
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(default_lm.tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-    )
-    lm = LanguageModel("tiny", "test", LlamaForCausalLM(config).eval(), default_lm.tokenizer, chat=True)
+    lm = random_llama(default_lm)
     return ScoringEngine(lm, progress=False)
 
 

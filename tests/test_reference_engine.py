@@ -4,17 +4,18 @@ same pairs (issue 16: a speed-up must not change a metric's estimate)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
-import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from fakes import random_llama
 
 from recoe_causaldiag import scoring
 from recoe_causaldiag.api import Instance
 from recoe_causaldiag.mechanisms.activation_patching import patched_readouts_reference
 from recoe_causaldiag.metrics import METRICS
 from recoe_causaldiag.metrics.causal_faithfulness import prepare
-from recoe_causaldiag.models import LanguageModel, load_model
+from recoe_causaldiag.models import load_model
 from recoe_causaldiag.packaged_models import default_helper_model
 from recoe_causaldiag.reference_engine import ReferenceEngine
 from recoe_causaldiag.scoring import ScoringEngine
@@ -88,19 +89,8 @@ def test_caf_engine_equals_its_reference_loop_in_float64(default_lm, factcheck_p
     """In float64 CaF's engine (patches stacked along the batch, the two explanations branching after their shared
     stem, the KV cache reused before the first patched position) and the reference loop (one forward per patch) agree
     to rounding; the float32 gap the tolerance above allows is float32's (bench/caf_rounding.py, README)."""
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(default_lm.tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=3,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        initializer_range=0.5,
-    )
-    model = LlamaForCausalLM(config).double().eval()
-    lm = LanguageModel("tiny", "test", model, default_lm.tokenizer, chat=True)
+    tiny = random_llama(default_lm, layers=3, init_std=0.5)
+    lm = dataclasses.replace(tiny, model=tiny.model.double())
     options = {"layers": (0, 2), "require_flip": False}
     pairs = [next(p for p in factcheck_pairs if patchable(ScoringEngine(lm, progress=False), p))]
     scores = {}
