@@ -2,7 +2,6 @@
 Shapley efficiency and seeding on a tiny random model, the real default model on two FactCheck instances, and the
 convergence study's Kernel SHAP against exact enumeration (where shap is installed)."""
 
-import copy
 import dataclasses
 import importlib.util
 import itertools
@@ -197,13 +196,13 @@ def test_antithetic_values_are_efficient_and_the_estimator_is_checked(tiny_engin
         CCShap(estimator="kernel")
 
 
-def test_instances_scored_together_score_as_each_alone(tiny_engine, factcheck_pairs):
+def test_instances_scored_together_score_as_each_alone(default_lm, factcheck_pairs):
     """Every coalition of every instance goes to the engine in one call; batching changes no score.
 
     In float64: the random model's attributions are small enough that float32 rounding, which differs with a batch's
     padding, moves a score by up to a few 1e-5 (2.3e-5 seen on one machine), which would hide a real difference."""
-    lm = tiny_engine.lm
-    engine = ScoringEngine(dataclasses.replace(lm, model=copy.deepcopy(lm.model).double()), progress=False)
+    tiny = random_llama(default_lm)
+    engine = ScoringEngine(dataclasses.replace(tiny, model=tiny.model.double()), progress=False)
     instances = [Instance.from_pair(p, p.explanation_faithful) for p in factcheck_pairs[:3]]
     metric = CCShap(n_samples=2, seed=1)
     together = metric.score_instances(instances, engine)
