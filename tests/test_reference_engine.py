@@ -15,7 +15,7 @@ from recoe_causaldiag.api import Instance
 from recoe_causaldiag.mechanisms.activation_patching import patched_readouts_reference
 from recoe_causaldiag.metrics import METRICS
 from recoe_causaldiag.metrics.causal_faithfulness import prepare
-from recoe_causaldiag.models import load_model
+from recoe_causaldiag.models import LanguageModel, load_model
 from recoe_causaldiag.packaged_models import default_helper_model
 from recoe_causaldiag.reference_engine import ReferenceEngine
 from recoe_causaldiag.scoring import ScoringEngine
@@ -29,6 +29,19 @@ TOLERANCE = {"causal_faithfulness": 1e-3}
 """float32 sums differ with batch shape, padding and KV reuse, by about 1e-6 in a probability; scores are differences
 of probabilities, except CaF's, a cosine of effect matrices whose cells are themselves small differences of
 probabilities (2e-4 seen)."""
+
+
+PATHS = ("engine", "reference")
+
+
+def scores_on(path: str, lm: LanguageModel, name: str, options: dict, pairs: list) -> dict[str, np.ndarray]:
+    """Each variant's scores (faithful then unfaithful explanations) of one metric on the engine or the reference loop,
+    CaF patching one forward per patch on the latter."""
+    engine = ScoringEngine(lm, progress=False) if path == "engine" else ReferenceEngine(lm)
+    metric = METRICS.get(name)(**options)
+    if path == "reference" and name == "causal_faithfulness":
+        metric.patcher = patched_readouts_reference
+    return {s.variant: np.concatenate([s.faithful, s.unfaithful]) for s in metric.score(pairs, engine)}
 
 
 @pytest.fixture(scope="module")
@@ -46,15 +59,9 @@ def test_every_model_metric_scores_alike_on_the_engine_and_the_reference_loop(
     helper, helpers = helper_engines
     pairs = factcheck_pairs[:1]
     scores = {}
-    for path, engine in (
-        ("engine", ScoringEngine(default_lm, progress=False)),
-        ("reference", ReferenceEngine(default_lm)),
-    ):
+    for path in PATHS:
         monkeypatch.setitem(scoring.SHARED_ENGINES, (helper, True), helpers[path])
-        metric = METRICS.get(name)(**OPTIONS.get(name, {}))
-        if path == "reference" and name == "causal_faithfulness":
-            metric.patcher = patched_readouts_reference
-        scores[path] = {s.variant: np.concatenate([s.faithful, s.unfaithful]) for s in metric.score(pairs, engine)}
+        scores[path] = scores_on(path, default_lm, name, OPTIONS.get(name, {}), pairs)
     for variant, fast in scores["engine"].items():
         slow = scores["reference"][variant]
         np.testing.assert_array_equal(np.isnan(fast), np.isnan(slow), err_msg=f"{name}/{variant}: NaN pattern")
@@ -92,13 +99,9 @@ def test_caf_engine_equals_its_reference_loop_in_float64(default_lm, factcheck_p
     tiny = random_llama(default_lm, layers=3, init_std=0.5)
     lm = dataclasses.replace(tiny, model=tiny.model.double())
     options = {"layers": (0, 2), "require_flip": False}
-    pairs = [next(p for p in factcheck_pairs if patchable(ScoringEngine(lm, progress=False), p))]
-    scores = {}
-    for path, engine in (("engine", ScoringEngine(lm, progress=False)), ("reference", ReferenceEngine(lm))):
-        metric = METRICS.get("causal_faithfulness")(**options)
-        if path == "reference":
-            metric.patcher = patched_readouts_reference
-        scores[path] = {s.variant: np.concatenate([s.faithful, s.unfaithful]) for s in metric.score(pairs, engine)}
+    finder = ScoringEngine(lm, progress=False)
+    pairs = [next(p for p in factcheck_pairs if patchable(finder, p))]
+    scores = {path: scores_on(path, lm, "causal_faithfulness", options, pairs) for path in PATHS}
     for variant, fast in scores["engine"].items():
         assert np.isfinite(fast).all(), f"{variant}: an explanation was not patched"
         np.testing.assert_allclose(fast, scores["reference"][variant], atol=1e-9, rtol=0, err_msg=variant)
