@@ -112,10 +112,6 @@ def worker(metric_name: str, path: str, pairs: int, model: str, warm: bool, opti
         scoring.SHARED_ENGINES[helper.name, True] = engine_class(helper, progress=False)
         models.append(helper.model)
     metric = metric_class(**options)
-    if path == "reference" and metric_name == "causal_faithfulness":
-        from recoe_causaldiag.mechanisms.activation_patching import patched_readouts_reference
-
-        metric.patcher = patched_readouts_reference
     if warm:  # fills the helper's disk cache; the timed run gets a fresh engine, so no label memo carries over
         metric.score(scored_pairs, engine_class(lm, progress=False))
     counters = [WorkCounter(model) for model in models]

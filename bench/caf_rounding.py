@@ -14,7 +14,6 @@ import time
 import numpy as np
 from bench_metrics import OPTIONS, patchable_pairs
 
-from recoe_causaldiag.mechanisms.activation_patching import patched_readouts_reference
 from recoe_causaldiag.metrics import METRICS
 from recoe_causaldiag.models import DEFAULT_MODEL, LanguageModel, load_model
 from recoe_causaldiag.reference_engine import ReferenceEngine
@@ -28,8 +27,6 @@ def scores_of(lm: LanguageModel, pairs: list, path: str) -> tuple[Scores, float]
     options = OPTIONS["causal_faithfulness"]
     metric = METRICS.get("causal_faithfulness")(**options)
     engine = (ScoringEngine if path == "engine" else ReferenceEngine)(lm, progress=False)
-    if path == "reference":
-        metric.patcher = patched_readouts_reference
     started = time.perf_counter()
     scores = metric.score(pairs, engine)
     seconds = time.perf_counter() - started

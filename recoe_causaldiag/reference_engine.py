@@ -12,6 +12,7 @@ import torch
 
 from .api.engine import Encoded, LabelRequest
 from .editors.editing import IN_CONTEXT, Editor
+from .mechanisms.activation_patching import Ending, Patch, patched_readouts_reference
 from .models import LanguageModel
 from .scoring import ScoringEngine, requested_rows
 
@@ -56,3 +57,21 @@ class ReferenceEngine(ScoringEngine):
                 ids = torch.tensor([request.prefix + request.continuation], device=self.lm.device)
                 logits = self.lm.model(input_ids=ids).logits[0].float().cpu()
                 yield index, logits[[len(request.prefix) + row for row in wanted[index]]]
+
+    def patched_readouts(
+        self,
+        source_ids: Sequence[int],
+        stem_ids: Sequence[int],
+        patches: Sequence[Patch],
+        endings: Sequence[Ending],
+        *,
+        batch_size: int = 1,
+        progress: bool = False,
+        source_states: Sequence[torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        """The read-outs as the reference code computes them: one forward of each whole patched input, batch 1
+        (`activation_patching.patched_readouts_reference`); `batch_size` and `progress` are taken for the `Engine`
+        contract and ignored."""
+        return patched_readouts_reference(
+            self.lm.model, source_ids, stem_ids, patches, endings, source_states=source_states
+        )

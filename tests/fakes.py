@@ -88,6 +88,9 @@ class ScriptedEngine:
     ) -> Iterator[tuple[int, object]]:
         raise NotImplementedError("logits are not scripted")
 
+    def patched_readouts(self, *args: object, **kwargs: object) -> object:
+        raise NotImplementedError("activation patching is not scripted")
+
 
 def claim_pair(i: int) -> PairRecord:
     """A small FactCheck-shaped pair about claim `i`, for tests that need pairs but no dataset."""

@@ -9,7 +9,6 @@ import torch
 from test_reference_engine import OPTIONS, TOLERANCE
 from test_scoring import assert_rows_equal_a_full_forward, stemmed_requests
 
-from recoe_causaldiag.mechanisms.activation_patching import patched_readouts_reference
 from recoe_causaldiag.metrics import METRICS
 from recoe_causaldiag.models import DEFAULT_MODEL, load_model
 from recoe_causaldiag.reference_engine import ReferenceEngine
@@ -41,8 +40,6 @@ def scores_of(name: str, engine, pairs) -> dict[str, np.ndarray]:
     if metric_class.helper_option is not None:
         options[metric_class.helper_option] = DEFAULT_MODEL
     metric = metric_class(**options)
-    if isinstance(engine, ReferenceEngine) and name == "causal_faithfulness":
-        metric.patcher = patched_readouts_reference
     return {s.variant: np.concatenate([s.faithful, s.unfaithful]) for s in metric.score(pairs, engine)}
 
 

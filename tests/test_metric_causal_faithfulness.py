@@ -2,6 +2,7 @@
 counterfactual construction, the patching mechanism on the real default model, one small real-model run on two
 FactCheck pairs, and the `evaluate` module's card example."""
 
+import copy
 import dataclasses
 import json
 import math
@@ -170,8 +171,8 @@ def test_a_prompts_explanations_share_their_patched_runs_and_read_as_if_alone(de
         instance = Instance.from_pair(pair, explanation)
         lays.append(patching_layout(engine, instance, 1, symmetric_counterfactual(instance, _no_tokens)))
     assert lays[0].stem == lays[1].stem and lays[0].explanation_ids != lays[1].explanation_ids
-    stem, model = lays[0].stem_length, default_lm.model
-    sites = [Patch((), ())] + token_layer_patches(lays[0].positions[::4], (0, 14, 29), 30)
+    stem, model = lays[0].stem_length, copy.deepcopy(default_lm.model).double()  # float32 rounding differs by 3e-6
+    sites = [Patch((), ())] + token_layer_patches(lays[0].positions[::8], (0, 14, 29), 30)
     sites += token_layer_patches(lays[0].positions[-2:], (9,), 30, window=10)
     run = dict(batch_size=4)
     together = patched_readouts(
@@ -180,7 +181,7 @@ def test_a_prompts_explanations_share_their_patched_runs_and_read_as_if_alone(de
     assert together.shape == (len(sites), 2, 2)
     for k, lay in enumerate(lays):
         alone = patched_readouts(model, lay.clean[:stem], lay.corrupted[:stem], sites, [lay.ending()], **run)
-        torch.testing.assert_close(together[:, k], alone[:, 0], atol=2e-6, rtol=0)
+        torch.testing.assert_close(together[:, k], alone[:, 0], atol=1e-12, rtol=0)
         assert (together[1:, k] - together[0, k]).abs().max() > 1e-4  # the patches move what is read
     # a model that cannot take a branched sequence's mask runs each ending after the stem on its own
     forwards, inputs, forward = [], [], model.forward
@@ -197,7 +198,7 @@ def test_a_prompts_explanations_share_their_patched_runs_and_read_as_if_alone(de
     )
     assert forwards and all(mask is None for mask in forwards)
     assert inputs.count(list(lays[0].clean[:stem])) == 1  # the source run is taken once for all the endings
-    torch.testing.assert_close(one_by_one, together, atol=2e-6, rtol=0)
+    torch.testing.assert_close(one_by_one, together, atol=1e-12, rtol=0)
     with pytest.raises(ValueError, match="outside the"):
         patched_readouts(
             model, lays[0].clean[:stem], lays[0].corrupted[:stem], [Patch((stem,), (0,))], [lays[0].ending()]
@@ -250,7 +251,7 @@ def test_patching_restores_exactly_what_it_is_given(default_lm, factcheck_pairs)
     assert (batched[1] - batched[0]).abs().max() > 1e-4
 
 
-def test_real_model_scores_two_factcheck_pairs(default_lm, factcheck_pairs):
+def test_real_model_scores_two_factcheck_pairs(default_lm, factcheck_pairs, monkeypatch):
     pairs = factcheck_pairs[:2]  # Babe Ruth: tennis → baseball, one token each; Satchel Paige: "rugby union" → two
     instances = [Instance.from_pair(p, e) for p in pairs for e in (p.explanation_faithful, p.explanation_unfaithful)]
     instances += [
@@ -264,13 +265,13 @@ def test_real_model_scores_two_factcheck_pairs(default_lm, factcheck_pairs):
     assert paper.coverage.status == ("answer not flipped",) * 2 and paper.coverage.fraction == 0
     metric = CausalFaithfulness(layers=(15,), require_flip=False)
     assert METRICS.get("causal_faithfulness") is CausalFaithfulness and metric.explanation_type == "post-hoc"
-    endings_per_call = []
+    endings_per_call, patch = [], engine.patched_readouts
 
     def counting(*args, **kwargs):
-        endings_per_call.append(len(args[4]))
-        return patched_readouts(*args, **kwargs)
+        endings_per_call.append(len(args[3]))
+        return patch(*args, **kwargs)
 
-    metric.patcher = counting
+    monkeypatch.setattr(engine, "patched_readouts", counting)
     scores = metric.score_instances(instances, engine)
     assert endings_per_call == [2]  # the first pair's two explanations are patched in one run
     assert tuple(scores) == VARIANTS == metric.variants

@@ -8,11 +8,12 @@ import dataclasses
 
 import numpy as np
 import pytest
+import torch
 from fakes import random_llama
 
 from recoe_causaldiag import scoring
 from recoe_causaldiag.api import Instance
-from recoe_causaldiag.mechanisms.activation_patching import patched_readouts_reference
+from recoe_causaldiag.mechanisms.activation_patching import Ending, Patch, residual_stream
 from recoe_causaldiag.metrics import METRICS
 from recoe_causaldiag.metrics.causal_faithfulness import prepare
 from recoe_causaldiag.models import LanguageModel, load_model
@@ -39,8 +40,6 @@ def scores_on(path: str, lm: LanguageModel, name: str, options: dict, pairs: lis
     CaF patching one forward per patch on the latter."""
     engine = ScoringEngine(lm, progress=False) if path == "engine" else ReferenceEngine(lm)
     metric = METRICS.get(name)(**options)
-    if path == "reference" and name == "causal_faithfulness":
-        metric.patcher = patched_readouts_reference
     return {s.variant: np.concatenate([s.faithful, s.unfaithful]) for s in metric.score(pairs, engine)}
 
 
@@ -90,6 +89,32 @@ def test_the_reference_loop_runs_every_prompt_whole_and_alone(default_lm, factch
     reference.perplexity([r.prompt for r in requests[:2]])
     encoded = [reference.encode(r.prompt) for r in requests]
     assert forwards == [(1, len(e.prefix) + len(e.continuation)) for e in encoded + encoded[:2]]
+
+
+def test_the_reference_loop_patches_one_whole_input_per_forward(default_lm, monkeypatch):
+    """CaF's patched runs on the reference engine: for every patch and every ending, one forward of the whole input
+    (stem and ending), batch 1, no KV cache; the read-outs are the engine's."""
+    stem = tuple(default_lm.tokenizer.encode("The capital of France is Paris. Is that true?"))
+    endings = [
+        Ending(tokens, (len(stem) - 1, len(stem)), lambda logits: logits[:, :, :5]) for tokens in ((11,), (12, 13))
+    ]
+    patches = [Patch((), ()), Patch((1,), (0,)), Patch((2, 3), (4, 5))]
+    source = residual_stream(default_lm.model, stem[::-1])
+    engine = ScoringEngine(default_lm, progress=False).patched_readouts(
+        stem, stem, patches, endings, source_states=source
+    )
+    forwards, forward = [], default_lm.model.forward
+
+    def recording(*args, **kwargs):
+        assert kwargs.get("past_key_values") is None and kwargs.get("attention_mask") is None
+        forwards.append(tuple((args[0] if args else kwargs["input_ids"]).shape))
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(default_lm.model, "forward", recording)
+    reference = ReferenceEngine(default_lm).patched_readouts(stem, stem, patches, endings, source_states=source)
+    assert forwards == [(1, len(stem) + len(e.tokens)) for _ in patches for e in endings]
+    assert reference.shape == engine.shape == (len(patches), len(endings), 2, 5)
+    torch.testing.assert_close(reference, engine, atol=1e-3, rtol=1e-3)
 
 
 def test_caf_engine_equals_its_reference_loop_in_float64(default_lm, factcheck_pairs):

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     import torch
 
     from ..editors.editing import Editor
+    from ..mechanisms.activation_patching import Ending, Patch
     from ..models import LanguageModel
     from ..prompts import Prompt
 
@@ -70,4 +71,19 @@ class Engine(Protocol):
     ) -> Iterator[tuple[int, torch.Tensor]]:
         """(request index, next-token logits at its continuation positions `rows[index]`, in that order; at every
         position when `rows` is None), streamed; row t is the distribution after continuation token t."""
+        ...
+
+    def patched_readouts(
+        self,
+        source_ids: Sequence[int],
+        stem_ids: Sequence[int],
+        patches: Sequence[Patch],
+        endings: Sequence[Ending],
+        *,
+        batch_size: int = ...,
+        progress: bool = ...,
+        source_states: Sequence[torch.Tensor] | None = ...,
+    ) -> torch.Tensor:
+        """The read-outs [patches, endings, …] of the stem followed by each ending, under each patch of the stem with
+        the source run's hidden states, on the weights in place (`activation_patching.patched_readouts`)."""
         ...

@@ -309,7 +309,6 @@ def patched_readouts_reference(
     endings: Sequence[Ending],
     *,
     source_states: Sequence[torch.Tensor] | None = None,
-    **_batching: object,
 ) -> torch.Tensor:
     """`patched_readouts` as the reference code computes it: one forward of each whole target input per patch
     (batch 1, no KV reuse, nothing shared between endings); what `make bench` and the tests compare the batched,

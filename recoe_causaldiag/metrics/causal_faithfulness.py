@@ -50,7 +50,6 @@ from ..mechanisms.activation_patching import (
     Patch,
     Readout,
     decoder_layers,
-    patched_readouts,
     residual_stream,
     token_layer_patches,
 )
@@ -242,8 +241,6 @@ class CausalFaithfulness(Metric):
     name = "causal_faithfulness"
     explanation_type = "post-hoc"
     pairs_per_checkpoint = 1  # the capable model on 2 CPU cores: 10–15 min per patched pair-direction
-    patcher = staticmethod(patched_readouts)
-    """How the patched runs are computed: batched with KV reuse (`patched_readouts`), or the reference loop."""
     description = "1 − cosine distance between activation-patching effect matrices of the answer and the explanation"
     title = "Causal Faithfulness"
     long_description = (
@@ -319,14 +316,12 @@ class CausalFaithfulness(Metric):
             patch for w in (1, self.window) for patch in token_layer_patches(lay.positions, layers, n_layers, window=w)
         ]
         with engine.editor.applied(lay.corrupted_state):
-            out = self.patcher(
-                model,
+            out = engine.patched_readouts(
                 lay.clean[:stem],
                 lay.corrupted[:stem],
                 patches,
                 [one.ending() for one in layouts],
                 batch_size=self.batch_size,
-                progress=engine.progress,
                 source_states=source,
             )
         effects = (out[1:] - out[0]).numpy().reshape(2, len(lay.positions), len(layers), len(layouts), 2)
@@ -348,8 +343,7 @@ class CausalFaithfulness(Metric):
             top = rank.argsort(descending=True)[: self.verified_cells].tolist()
             cells = [divmod(k, len(layers)) for k in top]
             if cells:
-                exact = self.patcher(
-                    model,
+                exact = engine.patched_readouts(
                     lay.clean[: lay.stem_length],
                     lay.corrupted[: lay.stem_length],
                     [Patch((), ())] + [Patch((lay.positions[p],), (layers[j],)) for p, j in cells],
