@@ -24,6 +24,7 @@ from recoe_causaldiag.mechanisms.activation_patching import (
     token_layer_patches,
     window_layers,
 )
+from recoe_causaldiag.metrics import causal_faithfulness
 from recoe_causaldiag.metrics.causal_faithfulness import (
     POSITIONS,
     VARIANTS,
@@ -296,18 +297,41 @@ def test_real_model_scores_two_factcheck_pairs(default_lm, factcheck_pairs, monk
         np.testing.assert_allclose(scores[variant][:2], [one[variant][0] for one in alone], atol=1e-4, rtol=0)
 
 
-def test_attribution_patching_ranks_cells_and_patches_the_top_ones_exactly(default_lm, factcheck_pairs):
-    instance = Instance.from_pair(factcheck_pairs[0], factcheck_pairs[0].explanation_faithful)
+def test_attribution_patching_ranks_cells_and_patches_the_top_ones_exactly(default_lm, factcheck_pairs, monkeypatch):
+    pair = factcheck_pairs[0]
     engine = ScoringEngine(default_lm, progress=False)
-    lay = patching_layout(engine, instance, 1, symmetric_counterfactual(instance, _no_tokens))
+    lay, other = (
+        patching_layout(engine, one, 1, symmetric_counterfactual(one, _no_tokens))
+        for one in (Instance.from_pair(pair, e) for e in (pair.explanation_faithful, pair.explanation_unfaithful))
+    )
     layers = (3, 15, 27)
     ((exact, exact_p),) = CausalFaithfulness(layers=layers, require_flip=False).matrices(engine, [lay])
     ((pure, pure_p),) = CausalFaithfulness(
         layers=layers, require_flip=False, patching="attribution", verified_cells=0
     ).matrices(engine, [lay])
-    ((verified, _),) = CausalFaithfulness(
-        layers=layers, require_flip=False, patching="attribution", verified_cells=4
-    ).matrices(engine, [lay])
+    attributed = CausalFaithfulness(layers=layers, require_flip=False, patching="attribution", verified_cells=4)
+    ((verified, _),) = attributed.matrices(engine, [lay])
+    # this pair's two explanations rank the same top cells; rolled, the other's top cells differ from the first's
+    first_order = causal_faithfulness.attribution_effects
+
+    def rolled(model, source, target, *args, **kwargs):
+        effects, unpatched = first_order(model, source, target, *args, **kwargs)
+        return (effects.roll(5, dims=0) if tuple(target) == other.corrupted else effects), unpatched
+
+    monkeypatch.setattr(causal_faithfulness, "attribution_effects", rolled)
+    ((other_alone, _),) = attributed.matrices(engine, [other])
+    endings_per_call, patch = [], engine.patched_readouts
+
+    def counting(*args, **kwargs):
+        endings_per_call.append(len(args[3]))
+        return patch(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "patched_readouts", counting)
+    together = attributed.matrices(engine, [lay, other])
+    assert endings_per_call == [2]  # the two explanations' verified cells are patched in one run
+    # each explanation keeps its own verified cells, as when patched alone (float32 sums in another batch order)
+    for (effects, _), alone in zip(together, (verified, other_alone), strict=True):
+        np.testing.assert_allclose(effects, alone, atol=1e-5, equal_nan=True)
     assert pure_p == pytest.approx(exact_p, abs=1e-5) and np.isnan(pure[1]).all()  # no windowed matrices
     for k in (0, 1):  # the first-order matrices rank the cells as the exact ones do
         assert spearmanr(exact[0][..., k].ravel(), pure[0][..., k].ravel())[0] > 0.6

@@ -311,7 +311,7 @@ class CausalFaithfulness(Metric):
         with engine.editor.applied(lay.clean_state):
             source = residual_stream(model, lay.clean[:stem])
         if self.patching == "attribution":
-            return [self._attributed(engine, one, layers, source) for one in layouts]
+            return self._attributed(engine, layouts, layers, source)
         patches = [Patch((), ())] + [
             patch for w in (1, self.window) for patch in token_layer_patches(lay.positions, layers, n_layers, window=w)
         ]
@@ -328,34 +328,42 @@ class CausalFaithfulness(Metric):
         return [(effects[..., k, :], float(out[0, k, 0])) for k in range(len(layouts))]
 
     def _attributed(
-        self, engine: Engine, lay: PatchingLayout, layers: Sequence[int], source: Sequence[torch.Tensor]
-    ) -> tuple[np.ndarray, float]:
-        """Effects and p_*(ŷ) as `matrices` gives them, by attribution patching: first-order effects of every cell,
-        the `verified_cells` largest (by the sum of their answer and explanation effects, each relative to its
-        largest) replaced by exact patches; the windowed matrices are NaN."""
-        model = engine.lm.model
+        self, engine: Engine, layouts: Sequence[PatchingLayout], layers: Sequence[int], source: Sequence[torch.Tensor]
+    ) -> list[tuple[np.ndarray, float]]:
+        """Effects and p_*(ŷ) per layout as `matrices` gives them, by attribution patching: first-order effects of
+        every cell, each layout's `verified_cells` largest (by the sum of their answer and explanation effects, each
+        relative to its largest) replaced by exact patches, which the layouts share (every cell one of them verifies
+        is patched once, its run read by each explanation); the windowed matrices are NaN."""
+        model, lay = engine.lm.model, layouts[0]
+        found = []
         with engine.editor.applied(lay.corrupted_state):
-            effects, unpatched = attribution_effects(
-                model, source, lay.corrupted, lay.positions, layers, readout(lay), read=lay.read_positions
-            )
-            scale = effects.abs().flatten(0, 1).max(0).values.clamp_min(ZERO_NORM)
-            rank = (effects.abs() / scale).sum(-1).flatten()
-            top = rank.argsort(descending=True)[: self.verified_cells].tolist()
-            cells = [divmod(k, len(layers)) for k in top]
+            for one in layouts:
+                effects, unpatched = attribution_effects(
+                    model, source, one.corrupted, one.positions, layers, readout(one), read=one.read_positions
+                )
+                scale = effects.abs().flatten(0, 1).max(0).values.clamp_min(ZERO_NORM)
+                rank = (effects.abs() / scale).sum(-1).flatten()
+                top = rank.argsort(descending=True)[: self.verified_cells].tolist()
+                found.append((effects, unpatched, [divmod(k, len(layers)) for k in top]))
+            cells = list(dict.fromkeys(cell for _, _, top in found for cell in top))
             if cells:
                 exact = engine.patched_readouts(
                     lay.clean[: lay.stem_length],
                     lay.corrupted[: lay.stem_length],
                     [Patch((), ())] + [Patch((lay.positions[p],), (layers[j],)) for p, j in cells],
-                    [lay.ending()],
+                    [one.ending() for one in layouts],
                     batch_size=self.batch_size,
                     progress=False,
                     source_states=source,
-                )[:, 0]
-                for (p, j), row in zip(cells, exact[1:] - exact[0], strict=True):
-                    effects[p, j] = row
-        windowed = torch.full_like(effects, float("nan"))
-        return torch.stack([effects, windowed]).numpy(), float(unpatched[0])
+                )
+                shifts = dict(zip(cells, exact[1:] - exact[0], strict=True))
+                for k, (effects, _, top) in enumerate(found):
+                    for p, j in top:
+                        effects[p, j] = shifts[p, j][k]
+        return [
+            (torch.stack([effects, torch.full_like(effects, float("nan"))]).numpy(), float(unpatched[0]))
+            for effects, unpatched, _ in found
+        ]
 
     def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
         scores = {v: np.full(len(instances), np.nan) for v in VARIANTS}
