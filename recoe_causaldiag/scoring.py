@@ -521,19 +521,21 @@ SHARED_ENGINES: dict[tuple[str, bool], ScoringEngine] = {}
 def shared_engine(name: str, *, progress: bool = True) -> ScoringEngine:
     """A scoring engine over the model `name`, loaded on first use and kept for the life of the process: for a model
     that serves a metric (simulator, helper LM) and for the model an `evaluate` module scores with (there without
-    progress bars)."""
+    progress bars). The engines with and without progress bars share one loaded model."""
     if (name, progress) not in SHARED_ENGINES:
-        SHARED_ENGINES[name, progress] = ScoringEngine(load_model(name), progress=progress)
+        other = SHARED_ENGINES.get((name, not progress))
+        SHARED_ENGINES[name, progress] = ScoringEngine(other.lm if other else load_model(name), progress=progress)
     return SHARED_ENGINES[name, progress]
 
 
 def engine_of(name: str | None, evaluated: Engine, *, role: str) -> Engine:
     """The engine of the model that serves a metric as `role` (its simulator or helper LM): `name`, or when None the
     default for the evaluated model (another packaged model, `default_helper_model`). A model named explicitly may
-    be the evaluated one: its own engine then serves, with a warning, since it would judge its own answers."""
+    be the evaluated one: its own engine then serves, with a warning, since it would judge its own answers. It shows
+    progress bars where the evaluated engine does."""
     name = name or default_helper_model(evaluated.lm.name)
     if name != evaluated.lm.name:
-        return shared_engine(name)
+        return shared_engine(name, progress=evaluated.progress)
     log.warning("the %s is the evaluated model %s itself (asked for explicitly)", role, name)
     return evaluated
 

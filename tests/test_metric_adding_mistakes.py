@@ -155,7 +155,7 @@ def test_real_model_rewrites_and_scores(default_lm, factcheck_pairs, monkeypatch
     engine = ScoringEngine(default_lm, progress=False)
     scores = AddingMistakes().score_instances(instances, engine)
     calls = []
-    for model in (engine, scoring.shared_engine("gemma-3-270m")):
+    for model in (engine, scoring.shared_engine("gemma-3-270m", progress=False)):
         monkeypatch.setattr(model, "generate", lambda *a, **k: calls.append(a) or [])
     again = AddingMistakes().score_instances(instances, engine)
     assert calls == []

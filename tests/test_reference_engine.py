@@ -59,7 +59,7 @@ def test_every_model_metric_scores_alike_on_the_engine_and_the_reference_loop(
     pairs = factcheck_pairs[:1]
     scores = {}
     for path in PATHS:
-        monkeypatch.setitem(scoring.SHARED_ENGINES, (helper, True), helpers[path])
+        monkeypatch.setitem(scoring.SHARED_ENGINES, (helper, False), helpers[path])
         scores[path] = scores_on(path, default_lm, name, OPTIONS.get(name, {}), pairs)
     for variant, fast in scores["engine"].items():
         slow = scores["reference"][variant]

@@ -1,4 +1,5 @@
 import os
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -511,3 +512,19 @@ def test_stems_over_a_sliding_window_cache_read_as_the_whole_sequence_does(
         for index, request in enumerate(encoded):
             whole = model(torch.tensor([request.prefix + request.continuation])).logits[0, len(request.prefix) :]
             torch.testing.assert_close(got[index], whole[rows[index]], atol=1e-5, rtol=0)
+
+
+def test_a_helper_engine_shows_progress_bars_where_the_evaluated_one_does_and_shares_its_model(monkeypatch):
+    loaded = []
+    monkeypatch.setattr(scoring, "load_model", lambda name: loaded.append(name) or SimpleNamespace(name=name))
+    monkeypatch.setattr(scoring, "ScoringEngine", lambda lm, **options: SimpleNamespace(lm=lm, **options))
+    monkeypatch.setattr(scoring, "SHARED_ENGINES", {})
+
+    def evaluated(progress: bool) -> SimpleNamespace:
+        return SimpleNamespace(lm=SimpleNamespace(name="evaluated"), progress=progress)
+
+    quiet = scoring.engine_of("helper", evaluated(False), role="helper LM")
+    loud = scoring.engine_of("helper", evaluated(True), role="helper LM")
+    assert quiet.progress is False and loud.progress is True  # `--no-progress` silences the helper's bars too
+    assert loud.lm is quiet.lm and loaded == ["helper"]
+    assert scoring.engine_of("helper", evaluated(False), role="helper LM") is quiet
