@@ -39,6 +39,18 @@ def _no_tokens(text: str) -> int:
     raise AssertionError("FactCheck's counterfactual needs no tokenizer")
 
 
+def count_endings(engine: ScoringEngine, monkeypatch) -> list[int]:
+    """The number of endings of every later `engine.patched_readouts` call, in call order (filled as they run)."""
+    endings_per_call, patch = [], engine.patched_readouts
+
+    def counting(*args, **kwargs):
+        endings_per_call.append(len(args[3]))
+        return patch(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "patched_readouts", counting)
+    return endings_per_call
+
+
 def test_caf_variants_are_cosine_similarities_of_the_matrices_and_their_sums():
     answer = np.array([[1.0, 2.0], [0.0, 1.0]])  # tokens × layers
     explanation = np.array([[2.0, 0.0], [0.0, 1.0]])
@@ -266,13 +278,7 @@ def test_real_model_scores_two_factcheck_pairs(default_lm, factcheck_pairs, monk
     assert paper.coverage.status == ("answer not flipped",) * 2 and paper.coverage.fraction == 0
     metric = CausalFaithfulness(layers=(15,), require_flip=False)
     assert METRICS.get("causal_faithfulness") is CausalFaithfulness and metric.explanation_type == "post-hoc"
-    endings_per_call, patch = [], engine.patched_readouts
-
-    def counting(*args, **kwargs):
-        endings_per_call.append(len(args[3]))
-        return patch(*args, **kwargs)
-
-    monkeypatch.setattr(engine, "patched_readouts", counting)
+    endings_per_call = count_endings(engine, monkeypatch)
     scores = metric.score_instances(instances, engine)
     assert endings_per_call == [2]  # the first pair's two explanations are patched in one run
     assert tuple(scores) == VARIANTS == metric.variants
@@ -320,13 +326,7 @@ def test_attribution_patching_ranks_cells_and_patches_the_top_ones_exactly(defau
 
     monkeypatch.setattr(causal_faithfulness, "attribution_effects", rolled)
     ((other_alone, _),) = attributed.matrices(engine, [other])
-    endings_per_call, patch = [], engine.patched_readouts
-
-    def counting(*args, **kwargs):
-        endings_per_call.append(len(args[3]))
-        return patch(*args, **kwargs)
-
-    monkeypatch.setattr(engine, "patched_readouts", counting)
+    endings_per_call = count_endings(engine, monkeypatch)
     together = attributed.matrices(engine, [lay, other])
     assert endings_per_call == [2]  # the two explanations' verified cells are patched in one run
     # each explanation keeps its own verified cells, as when patched alone (float32 sums in another batch order)
