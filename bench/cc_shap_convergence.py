@@ -13,7 +13,8 @@ over explanations; forwards count the distinct coalitions one estimate needs (av
 explanations). Paired comparisons, explanation by explanation: every estimator against antithetic pairs at the same
 k, Leverage SHAP against orthogonal pairs at the same k and at k = 8 (the default before it), and every estimator
 at every k against independent permutations at the largest k (the original code's budget is 16). Writes a plot, a
-JSON summary and the table.
+JSON summary and the table. `--first` skips that many pairs of the seeded order: a study on other pairs than the
+first, to check out of sample what the first pairs chose.
 """
 
 from __future__ import annotations
@@ -117,16 +118,24 @@ def scored_study(args: argparse.Namespace) -> tuple[list[CoalitionForward], int,
     from recoe_causaldiag.scoring import ScoringEngine
     from recoe_causaldiag.task_pairs import iter_task_pairs
 
-    study = {"model": args.model, "task": args.task, "pairs": args.pairs, "max_features": args.max_features}
+    study = {
+        "model": args.model,
+        "task": args.task,
+        "first": args.first,
+        "pairs": args.pairs,
+        "max_features": args.max_features,
+    }
     if args.scores and args.scores.exists():
         return read_scores(args.scores, study)
 
     started = time.perf_counter()
     lm = load_model(args.model)
     engine = ScoringEngine(lm, progress=True)
-    (task,) = iter_task_pairs((args.task,), limit=args.pairs, seed=0)
+    (task,) = iter_task_pairs((args.task,), limit=args.first + args.pairs, seed=0)
     instances = [
-        Instance.from_pair(p, e) for p in task.pairs for e in (p.explanation_faithful, p.explanation_unfaithful)
+        Instance.from_pair(p, e)
+        for p in task.pairs[args.first :]
+        for e in (p.explanation_faithful, p.explanation_unfaithful)
     ]
     baseline_id = lm.encode("...", continuation=True)[0]
     answers = [int(np.argmax(p)) for p in engine.label_probs([label_request(i) for i in instances])]
@@ -167,10 +176,10 @@ def write_scores(
 
 def read_scores(path: Path, study: dict) -> tuple[list[CoalitionForward], int, int, float]:
     """The scored study kept in `path` (`write_scores`) as `scored_study` returns it; refused when `path` holds
-    another study's."""
-    kept = torch.load(path, weights_only=True)
-    if {key: kept[key] for key in study} != study:
-        raise SystemExit(f"{path} holds the scores of another study: { ({key: kept[key] for key in study}) }")
+    another study's (a file written before `--first` existed holds the first pairs)."""
+    kept = {"first": 0, **torch.load(path, weights_only=True)}
+    if {key: kept.get(key) for key in study} != study:
+        raise SystemExit(f"{path} holds the scores of another study: { ({key: kept.get(key) for key in study}) }")
     forwards = []
     for entry in kept["forwards"]:
         layout = AttributionLayout(**entry["layout"])
@@ -187,6 +196,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--task", default="factcheck")
+    parser.add_argument("--first", type=int, default=0, help="pairs of the seeded order skipped (a held-out study)")
     parser.add_argument("--pairs", type=int, default=30)
     parser.add_argument("--max-features", type=int, default=10, help="longest question enumerated (2^n coalitions)")
     parser.add_argument("--blocks", type=int, default=32, help="independent estimates per k and explanation")
@@ -224,6 +234,7 @@ def main() -> None:
                 costs[kind][k].append(float(np.mean(drawn)))
     summary = {
         "task": args.task,
+        "first": args.first,
         "pairs": args.pairs,
         "instances": len(forwards),
         "left_out_longer": longer,
@@ -285,10 +296,17 @@ def paired(errors: list[float], against: list[float], k: int) -> dict:
     }
 
 
+def pair_range(summary: dict) -> str:
+    """The study's pairs as positions in the seeded order, counted from 1 (a summary from before `--first` existed
+    studied the first pairs)."""
+    first = summary.get("first", 0)
+    return f"pairs {first + 1}–{first + summary['pairs']} of {summary['task']}"
+
+
 def report(summary: dict, out: Path) -> None:
     """Print the table and draw the plot of a study's summary."""
     print(
-        f"{summary['instances']} explanations ({summary['pairs']} pairs of {summary['task']}, post-hoc; "
+        f"{summary['instances']} explanations ({pair_range(summary)}, post-hoc; "
         f"{summary['left_out_longer']} left out with over {summary['max_features']} question tokens), "
         f"exact reference from {summary['coalitions_scored']} coalitions, {summary['blocks']} estimates per point"
     )
@@ -345,7 +363,7 @@ def plot(summary: dict, out: Path) -> None:
     ax.set_xlabel("distinct coalitions scored per attribution (forwards)")
     ax.set_ylabel("mean |CC-SHAP(k) − exact|")
     ax.set_title(
-        f"CC-SHAP post-hoc, {summary['instances']} explanations of {summary['task']} "
+        f"CC-SHAP post-hoc, {summary['instances']} explanations of {pair_range(summary)} "
         f"(≤ {summary['max_features']} question tokens)\nagainst exact Shapley values; 95% CIs over explanations",
         fontsize=8,
     )

@@ -328,14 +328,22 @@ def test_leverage_bias_is_small_beside_its_error_and_shrinks_with_the_budget(gam
 
 def test_convergence_study_keeps_its_scored_coalitions_and_reads_them_back(study, game, tmp_path):
     forward, baseline, _ = game
-    settings = {"model": "m", "task": "factcheck", "pairs": 3, "max_features": 8}
+    settings = {"model": "m", "task": "factcheck", "first": 30, "pairs": 3, "max_features": 8}
     study.write_scores(tmp_path / "scores.pt", settings, [forward], baseline, 5, 12.5)
     (read,), read_baseline, longer, seconds = study.read_scores(tmp_path / "scores.pt", settings)
     assert (read.layout, read.label_index, read_baseline, longer, seconds) == (forward.layout, 0, baseline, 5, 12.5)
     assert read.memo.keys() == forward.memo.keys()
     assert all(torch.equal(read.memo[c], forward.memo[c]) for c in forward.memo)
+    for other in ({"pairs": 4}, {"first": 0}):
+        with pytest.raises(SystemExit, match="another study"):
+            study.read_scores(tmp_path / "scores.pt", {**settings, **other})
+    older = {key: value for key, value in settings.items() if key != "first"}
+    study.write_scores(tmp_path / "older.pt", older, [forward], baseline, 5, 12.5)
+    assert study.read_scores(tmp_path / "older.pt", {**settings, "first": 0})[0][0].memo.keys() == forward.memo.keys()
     with pytest.raises(SystemExit, match="another study"):
-        study.read_scores(tmp_path / "scores.pt", {**settings, "pairs": 4})
+        study.read_scores(tmp_path / "older.pt", settings)
+    assert study.pair_range(settings) == "pairs 31–33 of factcheck"
+    assert study.pair_range(older) == "pairs 1–3 of factcheck", "a file from before --first studied the first pairs"
 
 
 def test_size_allocation_gives_every_size_an_equal_share_and_takes_small_classes_whole():

@@ -5,6 +5,8 @@ same pairs (issue 16: a speed-up must not change a metric's estimate)."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -136,3 +138,17 @@ def patchable(engine: ScoringEngine, pair) -> bool:
     """Whether CaF can patch both explanations of the pair without requiring a flipped answer."""
     instances = [Instance.from_pair(pair, e) for e in (pair.explanation_faithful, pair.explanation_unfaithful)]
     return all(prepare(engine, i, 0, require_flip=False)[1] is not None for i in instances)
+
+
+def test_the_bench_reference_path_serves_the_helper_through_the_reference_loop(monkeypatch):
+    """`make bench` times a helper metric's reference path with its helper on the reference loop too, under the key
+    the metric looks its helper up by (the engines there show no progress bars)."""
+    path = Path(__file__).parents[1] / "bench" / "bench_metrics.py"
+    spec = importlib.util.spec_from_file_location("bench_metrics", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    monkeypatch.setattr(scoring, "SHARED_ENGINES", {})
+    found = bench.worker("simulatability", "reference", 1, "smollm2-135m-instruct", False, {})
+    assert found["pairs"] == 1 and found["flops"] > 0
+    helper = default_helper_model("smollm2-135m-instruct")
+    assert {key: type(engine) for key, engine in scoring.SHARED_ENGINES.items()} == {(helper, False): ReferenceEngine}
