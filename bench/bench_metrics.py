@@ -116,7 +116,7 @@ def worker(metric_name: str, path: str, pairs: int, model: str, warm: bool, opti
     models = [lm.model]
     if metric_class.helper_option is not None:
         helper = load_model(default_helper_model(lm.name))
-        scoring.SHARED_ENGINES[helper.name, engine.progress] = engine_class(helper, progress=engine.progress)
+        scoring.share_engine(engine_class(helper, progress=engine.progress))
         models.append(helper.model)
     metric = metric_class(**options)
     if warm:  # fills the helper's disk cache; the timed run gets a fresh engine, so no label memo carries over

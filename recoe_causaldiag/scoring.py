@@ -528,6 +528,12 @@ def shared_engine(name: str, *, progress: bool = True) -> ScoringEngine:
     return SHARED_ENGINES[name, progress]
 
 
+def share_engine(engine: ScoringEngine) -> None:
+    """Serve `engine` wherever `shared_engine` is asked for its model with its progress setting: a bench or a test
+    choosing the engine (a reference loop, say) that serves a helper model."""
+    SHARED_ENGINES[engine.lm.name, engine.progress] = engine
+
+
 def engine_of(name: str | None, evaluated: Engine, *, role: str) -> Engine:
     """The engine of the model that serves a metric as `role` (its simulator or helper LM): `name`, or when None the
     default for the evaluated model (another packaged model, `default_helper_model`). A model named explicitly may

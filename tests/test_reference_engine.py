@@ -50,18 +50,19 @@ def helper_engines():
     """The default helper model (simulator, helper LM) on each path, as the metric would find it."""
     helper = default_helper_model("smollm2-135m-instruct")
     lm = load_model(helper, device="cpu")
-    return helper, {"engine": ScoringEngine(lm, progress=False), "reference": ReferenceEngine(lm)}
+    return {"engine": ScoringEngine(lm, progress=False), "reference": ReferenceEngine(lm)}
 
 
 @pytest.mark.parametrize("name", [name for name in METRICS.names() if METRICS.get(name).uses_model])
 def test_every_model_metric_scores_alike_on_the_engine_and_the_reference_loop(
     name, default_lm, factcheck_pairs, helper_engines, monkeypatch
 ):
-    helper, helpers = helper_engines
+    helpers = helper_engines
     pairs = factcheck_pairs[:1]
     scores = {}
+    monkeypatch.setattr(scoring, "SHARED_ENGINES", {})
     for path in PATHS:
-        monkeypatch.setitem(scoring.SHARED_ENGINES, (helper, False), helpers[path])
+        scoring.share_engine(helpers[path])
         scores[path] = scores_on(path, default_lm, name, OPTIONS.get(name, {}), pairs)
     for variant, fast in scores["engine"].items():
         slow = scores["reference"][variant]
