@@ -7,7 +7,15 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from recoe_causaldiag.mechanisms.activation_patching import Ending, Patch, patched_readouts, residual_stream
+from recoe_causaldiag.mechanisms import attribution_patching
+from recoe_causaldiag.mechanisms.activation_patching import (
+    Ending,
+    Patch,
+    decoder_layers,
+    layer_output,
+    patched_readouts,
+    residual_stream,
+)
 from recoe_causaldiag.mechanisms.attribution_patching import attribution_effects
 
 IDS = [5, 17, 3, 42, 8, 29, 11, 60]
@@ -53,9 +61,10 @@ def test_effects_match_exact_patches_to_first_order(model):
         source = nudged(target, step)
         exact = patched_readouts(model, IDS, IDS, patches, [Ending((), READ, read)], source_states=source)[:, 0]
         exact = (exact[1:] - exact[0]).reshape(len(POSITIONS), len(LAYERS), 2)
-        approximate, unpatched = attribution_effects(model, source, IDS, POSITIONS, LAYERS, read, read=READ)
+        approximate, unpatched = attribution_effects(model, source, IDS, [Ending((), READ, read)], POSITIONS, LAYERS)
+        approximate = approximate[:, :, 0]
         with torch.no_grad():
-            assert torch.allclose(unpatched, read(model(torch.tensor([IDS])).logits[:, 5:])[0])
+            assert torch.allclose(unpatched[0], read(model(torch.tensor([IDS])).logits[:, 5:])[0])
         assert approximate.abs().max() > 0
         errors.append(float((approximate - exact).abs().max() / exact.abs().max()))
     # relative error shrinks with the step (first order): ten times smaller step, about ten times smaller error
@@ -64,6 +73,51 @@ def test_effects_match_exact_patches_to_first_order(model):
 
 def test_positions_after_the_answer_position_cannot_change_the_answer(model):
     source = nudged(residual_stream(model, IDS), 1e-2)
-    effects, _ = attribution_effects(model, source, IDS, (6, 7), LAYERS, read, read=READ)
+    effects, _ = attribution_effects(model, source, IDS, [Ending((), READ, read)], (6, 7), LAYERS)
+    effects = effects[:, :, 0]
     assert torch.all(effects[:, :, 0] == 0)  # the answer is read at position 5: causal attention
     assert effects[:, :, 1].abs().max() > 0 and np.isfinite(effects.numpy()).all()
+
+
+def by_definition(model, source, ids, positions, layers, read_at):
+    """(h_source − h_target) · ∂r/∂h_target at every cell, for each read-out r: one forward of the whole input with
+    gradients, and one backward per read-out."""
+    kept, modules = {}, decoder_layers(model)
+    hooks = [
+        modules[n].register_forward_hook(lambda _m, _a, out, n=n: kept.__setitem__(n, layer_output(out)))
+        for n in layers
+    ]
+    try:
+        outputs = read(model(torch.tensor([list(ids)])).logits[:, list(read_at)])[0]
+    finally:
+        for hook in hooks:
+            hook.remove()
+    effects = torch.zeros(len(positions), len(layers), len(outputs), dtype=torch.float64)
+    for k, output in enumerate(outputs):
+        grads = torch.autograd.grad(output, [kept[n] for n in layers], retain_graph=True)
+        for j, (n, grad) in enumerate(zip(layers, grads, strict=True)):
+            for i, p in enumerate(positions):
+                effects[i, j, k] = ((source[n][p] - kept[n][0, p]) * grad[0, p]).sum()
+    return effects, outputs.detach()
+
+
+@pytest.mark.parametrize("packed", [True, False])
+def test_endings_after_one_stem_get_the_effects_each_gets_alone_from_the_whole_input(model, monkeypatch, packed):
+    """Two endings read after one stem, the stem's beginning before the first patched position computed without
+    gradients, and every read-out's gradient taken in one batched backward: each ending's effects are those the
+    definition gives on its whole input (as branches of one sequence, or one after the other where a model cannot
+    take packed rows)."""
+    if not packed:
+        monkeypatch.setattr(attribution_patching, "accepts_packed_rows", lambda _model: False)
+    source = nudged(residual_stream(model, IDS), 1e-2)
+    endings = [Ending((13, 21), (5, 8, 9), read), Ending((33,), (5, 8), read)]
+    positions = (2, 4, 6)
+    effects, unpatched = attribution_effects(model, source, IDS, endings, positions, LAYERS)
+    assert effects.shape == (len(positions), len(LAYERS), 2, 2)
+    for k, ending in enumerate(endings):
+        expected, read_out = by_definition(model, source, IDS + list(ending.tokens), positions, LAYERS, ending.read)
+        assert expected.abs().max() > 0
+        torch.testing.assert_close(effects[:, :, k], expected, atol=1e-12, rtol=1e-9)
+        torch.testing.assert_close(unpatched[k], read_out, atol=1e-12, rtol=1e-9)
+    with pytest.raises(ValueError, match="outside the 8-token stem"):
+        attribution_effects(model, source, IDS, endings, (8,), LAYERS)

@@ -16,10 +16,13 @@ from scipy.stats import spearmanr
 
 from recoe_causaldiag.api import METRICS, Counterfactual, Instance, symmetric_counterfactual
 from recoe_causaldiag.mechanisms.activation_patching import (
+    CPU_FORWARD_COST,
     Ending,
     Patch,
     decoder_layers,
+    forward_cost,
     patched_readouts,
+    planned_batches,
     residual_stream,
     token_layer_patches,
     window_layers,
@@ -77,6 +80,53 @@ def test_sites_are_position_major_with_ten_layer_windows():
         Patch((9,), (2,)),
     ]
     assert token_layer_patches((4,), (2,), 30, window=10)[0] == Patch((4,), tuple(range(0, 7)))
+
+
+def computed_cells(batches, patches, n_layers, first_read, length):
+    """The (position, layer) cells the batches compute, each row from its batch's first patched position and lowest
+    patched layer on."""
+    total = 0
+    for batch in batches:
+        start = min([first_read] + [p for k in batch for p in patches[k].positions if patches[k].layers])
+        floor = min(min(patches[k].layers, default=n_layers) for k in batch)
+        total += len(batch) * (length - start) * (n_layers - floor)
+    return total
+
+
+def test_patches_are_batched_where_the_rows_compute_least():
+    # CaF's attribution variant verifies cells at the first replaced token in the low layers and at the answer's
+    # position in the high ones: two batches compute far fewer cells than one, more than paying for the second forward
+    low, high = [Patch((10,), (layer,)) for layer in range(0, 8)], [Patch((40,), (layer,)) for layer in range(20, 30)]
+    patches = [Patch((), ())] + high + low
+    plan = planned_batches(patches, 30, 40, 60, 32, replayable=True)
+    assert sorted(k for batch in plan for k in batch) == list(range(len(patches)))
+    assert [sorted(batch) for batch in plan] == [list(range(11, 19)), list(range(0, 11))]
+    assert computed_cells(plan, patches, 30, 40, 60) + CPU_FORWARD_COST < computed_cells(
+        [range(19)], patches, 30, 40, 60
+    )
+    # without replayable layers every row computes every layer: the position still pays for a second batch
+    assert len(planned_batches(patches, 30, 40, 60, 32, replayable=False)) == 2
+    # a causal matrix's sites: batches of at most the rows allowed, in order of layer, fewer cells than fixed chunks
+    sites = [Patch((), ())] + [
+        patch for w in (1, 10) for patch in token_layer_patches(range(49, 69), range(30), 30, window=w)
+    ]
+    plan = planned_batches(sites, 30, 68, 108, 32, replayable=True)
+    assert sorted(k for batch in plan for k in batch) == list(range(len(sites)))
+    assert max(map(len, plan)) <= 32
+    chunks = [[k for batch in plan for k in batch][i : i + 32] for i in range(0, len(sites), 32)]
+    assert computed_cells(plan, sites, 30, 68, 108) + CPU_FORWARD_COST * (len(plan) - len(chunks)) < computed_cells(
+        chunks, sites, 30, 68, 108
+    )
+    # where a forward costs more than any cut saves, the batches are full
+    same = [Patch((5,), (0,))] * 70
+    assert [len(batch) for batch in planned_batches(same, 30, 5, 20, 32, replayable=True)] == [32, 32, 6]
+    # off the CPU as few forwards as fixed-size batches, cut where they compute least
+    gpu = forward_cost(torch.device("cuda"), len(sites) * 108 * 30)
+    assert forward_cost(torch.device("cpu"), 10**9) == CPU_FORWARD_COST
+    on_gpu = planned_batches(sites, 30, 68, 108, 32, replayable=True, cost_of_forward=gpu)
+    assert len(on_gpu) == len(chunks) and computed_cells(on_gpu, sites, 30, 68, 108) <= computed_cells(
+        chunks, sites, 30, 68, 108
+    )
 
 
 def test_counterfactuals_flip_factcheck_edits_to_the_asked_object(factcheck_pairs):
@@ -320,9 +370,12 @@ def test_attribution_patching_ranks_cells_and_patches_the_top_ones_exactly(defau
     # this pair's two explanations rank the same top cells; rolled, the other's top cells differ from the first's
     first_order = causal_faithfulness.attribution_effects
 
-    def rolled(model, source, target, *args, **kwargs):
-        effects, unpatched = first_order(model, source, target, *args, **kwargs)
-        return (effects.roll(5, dims=0) if tuple(target) == other.corrupted else effects), unpatched
+    def rolled(model, source, stem, endings, *args, **kwargs):
+        effects, unpatched = first_order(model, source, stem, endings, *args, **kwargs)
+        for k, ending in enumerate(endings):
+            if ending.tokens == other.ending().tokens:
+                effects[:, :, k] = effects[:, :, k].roll(5, dims=0)
+        return effects, unpatched
 
     monkeypatch.setattr(causal_faithfulness, "attribution_effects", rolled)
     ((other_alone, _),) = attributed.matrices(engine, [other])

@@ -20,8 +20,9 @@ _OPTIONS_DESCRIPTION = """
     require_flip (bool, optional): score only inputs whose counterfactual changes the model's answer (the
         paper's condition; others are NaN). Default: True.
     patching (str, optional): "exact" (one patched run per cell, the paper's) or "attribution" (first-order
-        attribution patching, one forward and two backward passes per input, with the `verified_cells`
-        highest-ranked cells patched exactly; caf_m, whose windows patch ten layers at once, is NaN).
+        attribution patching, one forward and one batched backward pass for a prompt's explanations, with the
+        `verified_cells` highest-ranked cells patched exactly; caf_m, whose windows patch ten layers at once, is
+        NaN).
         Default: "exact".
     verified_cells (int, optional): with patching="attribution", the cells patched exactly. Default: 16.
 """

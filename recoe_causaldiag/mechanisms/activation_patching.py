@@ -124,7 +124,7 @@ class Ending:
 
 
 @dataclass(frozen=True)
-class _Packed:
+class PackedEndings:
     """A stem and its endings in one sequence, each ending cut after its last read position: token k is `ids[k]`,
     at `positions[k]` in its own input, of the stem (owner -1) or of ending `owners[k]`; `columns` are, per ending,
     the sequence indices of its read positions."""
@@ -159,7 +159,7 @@ class _Packed:
         }
 
 
-def _packed(stem_ids: Sequence[int], endings: Sequence[Ending]) -> _Packed:
+def packed_endings(stem_ids: Sequence[int], endings: Sequence[Ending]) -> PackedEndings:
     """The stem followed by the tokens of each ending that its read positions need."""
     ids, owners = list(stem_ids), [-1] * len(stem_ids)
     positions, columns = list(range(len(stem_ids))), []
@@ -171,7 +171,7 @@ def _packed(stem_ids: Sequence[int], endings: Sequence[Ending]) -> _Packed:
         ids += needed
         owners += [k] * len(needed)
         positions += range(len(stem_ids), len(stem_ids) + len(needed))
-    return _Packed(tuple(ids), tuple(positions), tuple(owners), tuple(columns))
+    return PackedEndings(tuple(ids), tuple(positions), tuple(owners), tuple(columns))
 
 
 @torch.inference_mode()
@@ -200,7 +200,7 @@ def patched_readouts(
         raise ValueError("no ending to read")
     if any(not 0 <= p < len(stem_ids) for patch in patches for p in patch.positions):
         raise ValueError(f"a patched position lies outside the {len(stem_ids)}-token stem")
-    packed = _packed(stem_ids, endings)
+    packed = packed_endings(stem_ids, endings)
     source = residual_stream(model, source_ids) if source_states is None else source_states
     if packed.branched and not accepts_packed_rows(model):
         one_by_one = dict(batch_size=batch_size, max_logits=max_logits, progress=progress, source_states=source)
@@ -214,14 +214,14 @@ def patched_readouts(
     columns = sorted({column for ending in packed.columns for column in ending})
     at = {column: j for j, column in enumerate(columns)}
     rows_per_batch = max(1, min(batch_size, max_logits // (len(columns) * model.config.get_text_config().vocab_size)))
-    order = sorted(range(len(patches)), key=lambda k: (_floor(patches[k], len(layers)), patches[k].positions[:1]))
     prefix_caches: dict[int, object] = {}
     results: list[torch.Tensor] = [torch.empty(0)] * len(patches)
     bar = tqdm(total=len(patches), desc="activation patching", unit="patch", disable=not progress, leave=False)
-    for first in range(0, len(order), rows_per_batch):
-        members = order[first : first + rows_per_batch]
+    first_read = min(len(stem_ids), columns[0])
+    cost = forward_cost(device, len(patches) * len(packed.ids) * len(layers))
+    for members in planned_batches(patches, len(layers), first_read, len(packed.ids), rows_per_batch, replayable, cost):
         batch = [patches[k] for k in members]
-        start = min([len(stem_ids), columns[0]] + [p for patch in batch if patch.layers for p in patch.positions])
+        start = _start(batch, first_read)
         batch_cache = None
         if start > 0:
             if start not in prefix_caches:
@@ -256,6 +256,53 @@ def patched_readouts(
         bar.update(len(batch))
     bar.close()
     return torch.stack(results)
+
+
+CPU_FORWARD_COST = 1000
+"""What one more forward costs on a CPU, in (position, layer) cells of one patched row: on 2 CPU cores a forward of
+the default model's single token took about 60 ms, a cell of a full batch about 0.06 ms."""
+
+
+def forward_cost(device: torch.device, cells: int) -> float:
+    """What `planned_batches` counts for one more forward, in cells: `CPU_FORWARD_COST` on a CPU; elsewhere more than
+    all the `cells` the patches could compute (a GPU is far from busy with such batches, "On a GPU" in the README), so
+    the plan has as few forwards as fixed-size batches and cuts them where they compute least."""
+    return CPU_FORWARD_COST if device.type == "cpu" else cells + 1
+
+
+def planned_batches(
+    patches: Sequence[Patch],
+    n_layers: int,
+    first_read: int,
+    length: int,
+    rows_per_batch: int,
+    replayable: bool,
+    cost_of_forward: float = CPU_FORWARD_COST,
+) -> list[list[int]]:
+    """The patches' indices in batches of at most `rows_per_batch`, in order of their lowest patched layer, cut where
+    the work is least: a batch computes each of its rows from its first patched position (at most `first_read`) to
+    the end of the `length`-token input, from its lowest patched layer up where the layers below are `replayable`
+    (else from the first), and each forward costs `cost_of_forward` cells more."""
+    order = sorted(range(len(patches)), key=lambda k: (_floor(patches[k], n_layers), patches[k].positions[:1]))
+    best, cut = [0.0] + [float("inf")] * len(order), [0] * (len(order) + 1)
+    for end in range(1, len(order) + 1):
+        start = first_read
+        for begin in range(end - 1, max(0, end - rows_per_batch) - 1, -1):
+            start = _start([patches[order[begin]]], start)
+            floor = _floor(patches[order[begin]], n_layers) if replayable else 0
+            cost = best[begin] + cost_of_forward + (end - begin) * (length - start) * (n_layers - floor)
+            if cost < best[end]:
+                best[end], cut[end] = cost, begin
+    batches, end = [], len(order)
+    while end:
+        batches.append(order[cut[end] : end])
+        end = cut[end]
+    return batches[::-1]
+
+
+def _start(batch: Sequence[Patch], first_read: int) -> int:
+    """The first position a batch computes: its first patched position, or `first_read` if that is earlier."""
+    return min([first_read] + [p for patch in batch if patch.layers for p in patch.positions])
 
 
 def _check_read(read: Sequence[int], length: int) -> None:

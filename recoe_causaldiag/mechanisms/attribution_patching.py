@@ -4,8 +4,9 @@ layer l) in the target run is approximated by
 
     (h_source[l, p] − h_target[l, p]) · ∂r/∂h_target[l, p],
 
-the gradient taken once in the unpatched target run, so every (position, layer) cell of a causal matrix costs one
-forward and one backward per read-out instead of one patched forward each. The estimate is exact for a read-out
+the gradient taken once in the unpatched target run, so all the (position, layer) cells of a causal matrix cost one
+forward and one backward per read-out (the read-outs' backward passes batched into one) instead of one patched
+forward each. The estimate is exact for a read-out
 linear in the residual stream and degrades where attention or the softmax saturates; the AtP* corrections
 (Kramár et al., 2024) are for attention-key and multi-layer node patches and do not apply to single residual-stream
 sites, so none is made here; `CausalFaithfulness(patching="attribution")` patches its highest-ranked cells exactly.
@@ -17,22 +18,42 @@ from collections.abc import Sequence
 
 import torch
 
-from .activation_patching import Readout, decoder_layers, layer_output
+from ..packed_rows import accepts_packed_rows
+from .activation_patching import Ending, decoder_layers, layer_output, packed_endings
 
 
 def attribution_effects(
     model: torch.nn.Module,
     source_states: Sequence[torch.Tensor],
-    target_ids: Sequence[int],
+    stem_ids: Sequence[int],
+    endings: Sequence[Ending],
     positions: Sequence[int],
     layers: Sequence[int],
-    readout: Readout,
-    *,
-    read: Sequence[int],
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """First-order effects [positions, layers, read-outs] of restoring `source_states` (the source run's
-    `residual_stream`) at each (position, layer) of the target run, and the unpatched target run's read-out of the
-    logits at the positions `read` (ascending)."""
+    """First-order effects [positions, layers, endings, read-outs] of restoring `source_states` (the source run's
+    `residual_stream`, as long as the stem) at each (position, layer) of the stem in the target runs (the stem
+    `stem_ids` followed by each ending, as `patched_readouts` reads them), and the unpatched target runs' read-outs
+    [endings, read-outs].
+
+    The endings share the stem's computation, as in `patched_readouts`; the stem's positions before the first
+    patched or read one are computed once without gradients (no cell there is patched, and what they compute is the
+    same under every patch), so the backward pass starts at the first patched position."""
+    if not endings:
+        raise ValueError("no ending to read")
+    if any(not 0 <= p < len(stem_ids) for p in positions):
+        raise ValueError(f"a patched position lies outside the {len(stem_ids)}-token stem")
+    packed = packed_endings(stem_ids, endings)
+    if packed.branched and not accepts_packed_rows(model):
+        each = [attribution_effects(model, source_states, stem_ids, [e], positions, layers) for e in endings]
+        return torch.cat([effects for effects, _ in each], dim=2), torch.cat([read for _, read in each])
+    device, dtype = model.device, model.dtype
+    columns = sorted({column for own in packed.columns for column in own})
+    start = min([columns[0], *positions])
+    cache = None
+    if start > 0:
+        with torch.no_grad():
+            prefix = torch.tensor([list(stem_ids[:start])], device=device)
+            cache = model(prefix, use_cache=True, logits_to_keep=1).past_key_values
     modules = decoder_layers(model)
     kept: dict[int, torch.Tensor] = {}
 
@@ -45,18 +66,30 @@ def attribution_effects(
     hooks = [modules[layer].register_forward_hook(keep(layer)) for layer in set(layers)]
     try:
         with torch.enable_grad():
-            target = torch.tensor([list(target_ids)], device=model.device)
-            logits = model(target, use_cache=False, logits_to_keep=torch.tensor(list(read), device=model.device)).logits
-            outputs = readout(logits)[0]
-            states = [kept[layer] for layer in layers]
-            effects = torch.empty(len(positions), len(layers), len(outputs), dtype=torch.float64)
-            where = list(positions)
-            for k in range(len(outputs)):
-                grads = torch.autograd.grad(outputs[k], states, retain_graph=k + 1 < len(outputs))
-                for j, (layer, state, grad) in enumerate(zip(layers, states, grads, strict=True)):
-                    delta = source_states[layer][where].to(state.dtype) - state[0, where].detach()
-                    effects[:, j, k] = (delta * grad[0, where]).sum(-1).double().cpu()
+            logits = model(
+                **packed.inputs(start, 1, dtype, device),
+                past_key_values=cache,
+                use_cache=False,
+                logits_to_keep=torch.tensor(columns, device=device) - start,
+            ).logits
     finally:
         for hook in hooks:
             hook.remove()
-    return effects, outputs.detach()
+    at = {column: j for j, column in enumerate(columns)}
+    outputs = torch.stack(
+        [end.readout(logits[:, [at[c] for c in own]])[0] for end, own in zip(endings, packed.columns, strict=True)]
+    )
+    states = [kept[layer] for layer in layers]
+    where = torch.tensor(positions, device=device) - start
+    deltas = [
+        source_states[layer][list(positions)].to(state.dtype) - state[0, where].detach()
+        for layer, state in zip(layers, states, strict=True)
+    ]
+    flat = outputs.flatten()
+    one_each = torch.eye(len(flat), dtype=flat.dtype, device=flat.device)
+    grads = torch.autograd.grad(flat, states, grad_outputs=one_each, is_grads_batched=True)
+    effects = torch.stack(
+        [(delta * grad[:, 0, where]).sum(-1) for delta, grad in zip(deltas, grads, strict=True)], dim=-1
+    )
+    effects = effects.permute(1, 2, 0).reshape(len(positions), len(layers), *outputs.shape)
+    return effects.double().cpu(), outputs.detach()

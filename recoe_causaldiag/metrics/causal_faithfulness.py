@@ -264,8 +264,9 @@ class CausalFaithfulness(Metric):
     require_flip (bool, optional): score only inputs whose counterfactual changes the model's answer (the
         paper's condition; others are NaN). Default: True.
     patching (str, optional): "exact" (one patched run per cell, the paper's) or "attribution" (first-order
-        attribution patching, one forward and two backward passes per input, with the `verified_cells`
-        highest-ranked cells patched exactly; caf_m, whose windows patch ten layers at once, is NaN).
+        attribution patching, one forward and one batched backward pass for a prompt's explanations, with the
+        `verified_cells` highest-ranked cells patched exactly; caf_m, whose windows patch ten layers at once, is
+        NaN).
         Default: "exact".
     verified_cells (int, optional): with patching="attribution", the cells patched exactly. Default: 16.
 """
@@ -337,21 +338,23 @@ class CausalFaithfulness(Metric):
         model, lay = engine.lm.model, layouts[0]
         found = []
         with engine.editor.applied(lay.corrupted_state):
-            for one in layouts:
-                effects, unpatched = attribution_effects(
-                    model, source, one.corrupted, one.positions, layers, readout(one), read=one.read_positions
-                )
+            endings = [one.ending() for one in layouts]
+            first_order, unpatched = attribution_effects(
+                model, source, lay.corrupted[: lay.stem_length], endings, lay.positions, layers
+            )
+            for k in range(len(layouts)):
+                effects = first_order[:, :, k]
                 scale = effects.abs().flatten(0, 1).max(0).values.clamp_min(ZERO_NORM)
                 rank = (effects.abs() / scale).sum(-1).flatten()
                 top = rank.argsort(descending=True)[: self.verified_cells].tolist()
-                found.append((effects, unpatched, [divmod(k, len(layers)) for k in top]))
+                found.append((effects.clone(), unpatched[k], [divmod(i, len(layers)) for i in top]))
             cells = list(dict.fromkeys(cell for _, _, top in found for cell in top))
             if cells:
                 exact = engine.patched_readouts(
                     lay.clean[: lay.stem_length],
                     lay.corrupted[: lay.stem_length],
                     [Patch((), ())] + [Patch((lay.positions[p],), (layers[j],)) for p, j in cells],
-                    [one.ending() for one in layouts],
+                    endings,
                     batch_size=self.batch_size,
                     progress=False,
                     source_states=source,
