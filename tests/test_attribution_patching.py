@@ -5,7 +5,7 @@ attribution variant re-patches its highest-ranked cells exactly."""
 import numpy as np
 import pytest
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM
 
 from recoe_causaldiag.mechanisms import attribution_patching
 from recoe_causaldiag.mechanisms.activation_patching import (
@@ -121,3 +121,31 @@ def test_endings_after_one_stem_get_the_effects_each_gets_alone_from_the_whole_i
         torch.testing.assert_close(unpatched[k], read_out, atol=1e-12, rtol=1e-9)
     with pytest.raises(ValueError, match="outside the 8-token stem"):
         attribution_effects(model, source, IDS, endings, (8,), LAYERS)
+
+
+def test_a_model_with_sliding_window_layers_reads_each_ending_alone_with_the_same_effects():
+    """Gemma 3's sliding-window layers cannot take packed rows: each ending runs after its own cached beginning, the
+    window (4 tokens) shorter than the inputs."""
+    torch.manual_seed(0)
+    config = Gemma3TextConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        sliding_window=4,
+        layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+        max_position_embeddings=64,
+    )
+    gemma = Gemma3ForCausalLM(config).eval().double()
+    source = nudged(residual_stream(gemma, IDS), 1e-2)
+    endings = [Ending((13, 21), (5, 8, 9), read), Ending((33,), (5, 8), read)]
+    effects, _ = attribution_effects(gemma, source, IDS, endings, (2, 4, 6), LAYERS)
+    for k, ending in enumerate(endings):
+        expected, _ = by_definition(gemma, source, IDS + list(ending.tokens), (2, 4, 6), LAYERS, ending.read)
+        assert expected.abs().max() > 0
+        torch.testing.assert_close(effects[:, :, k], expected, atol=1e-12, rtol=1e-9)
+    none, _ = attribution_effects(gemma, source, IDS, endings, (), LAYERS)  # no patched position: no cell
+    assert none.shape == (0, len(LAYERS), 2, 2)

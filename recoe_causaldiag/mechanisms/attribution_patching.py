@@ -80,7 +80,7 @@ def attribution_effects(
         [end.readout(logits[:, [at[c] for c in own]])[0] for end, own in zip(endings, packed.columns, strict=True)]
     )
     states = [kept[layer] for layer in layers]
-    where = torch.tensor(positions, device=device) - start
+    where = torch.tensor(positions, dtype=torch.long, device=device) - start
     deltas = [
         source_states[layer][list(positions)].to(state.dtype) - state[0, where].detach()
         for layer, state in zip(layers, states, strict=True)
