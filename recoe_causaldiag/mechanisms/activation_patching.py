@@ -5,9 +5,9 @@ With the clean input as source and the counterfactual (symmetric token replaceme
 patch makes to a read-out of the target run is the indirect effect of that hidden state (paper 002 §3.1).
 Works on any Hugging Face decoder-only model: the decoder layers are found as the module list with one entry
 per hidden layer, and a layer's output (the residual stream after it) is overwritten by a forward hook.
-Many patches run in one forward, one patched copy of the target per batch row; the target's KV cache is
-reused for the positions before the earliest patched or read position of a batch (they cannot change), and
-the output head runs on the read positions alone.
+Many patches run in one forward, one patched copy of the target per batch row, in batches planned to compute
+least (`planned_batches`); the target's KV cache is reused for the positions before the earliest patched or read
+position of a batch (they cannot change), and the output head runs on the read positions alone.
 """
 
 from __future__ import annotations

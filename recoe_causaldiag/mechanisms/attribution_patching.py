@@ -6,10 +6,10 @@ layer l) in the target run is approximated by
 
 the gradient taken once in the unpatched target run, so all the (position, layer) cells of a causal matrix cost one
 forward and one backward per read-out (the read-outs' backward passes batched into one) instead of one patched
-forward each. The estimate is exact for a read-out
-linear in the residual stream and degrades where attention or the softmax saturates; the AtP* corrections
-(Kramár et al., 2024) are for attention-key and multi-layer node patches and do not apply to single residual-stream
-sites, so none is made here; `CausalFaithfulness(patching="attribution")` patches its highest-ranked cells exactly.
+forward each. The estimate is exact for a read-out linear in the residual stream and degrades where attention or the
+softmax saturates; the AtP* corrections (Kramár et al., 2024) are for attention-key and multi-layer node patches and
+do not apply to single residual-stream sites, so none is made here; `CausalFaithfulness(patching="attribution")`
+patches its highest-ranked cells exactly.
 """
 
 from __future__ import annotations

@@ -266,8 +266,7 @@ class CausalFaithfulness(Metric):
     patching (str, optional): "exact" (one patched run per cell, the paper's) or "attribution" (first-order
         attribution patching, one forward and one batched backward pass for a prompt's explanations, with the
         `verified_cells` highest-ranked cells patched exactly; caf_m, whose windows patch ten layers at once, is
-        NaN).
-        Default: "exact".
+        NaN). Default: "exact".
     verified_cells (int, optional): with patching="attribution", the cells patched exactly. Default: 16.
 """
 
