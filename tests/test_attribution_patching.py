@@ -101,31 +101,9 @@ def by_definition(model, source, ids, positions, layers, read_at):
     return effects, outputs.detach()
 
 
-@pytest.mark.parametrize("packed", [True, False])
-def test_endings_after_one_stem_get_the_effects_each_gets_alone_from_the_whole_input(model, monkeypatch, packed):
-    """Two endings read after one stem, the stem's beginning before the first patched position computed without
-    gradients, and every read-out's gradient taken in one batched backward: each ending's effects are those the
-    definition gives on its whole input (as branches of one sequence, or one after the other where a model cannot
-    take packed rows)."""
-    if not packed:
-        monkeypatch.setattr(attribution_patching, "accepts_packed_rows", lambda _model: False)
-    source = nudged(residual_stream(model, IDS), 1e-2)
-    endings = [Ending((13, 21), (5, 8, 9), read), Ending((33,), (5, 8), read)]
-    positions = (2, 4, 6)
-    effects, unpatched = attribution_effects(model, source, IDS, endings, positions, LAYERS)
-    assert effects.shape == (len(positions), len(LAYERS), 2, 2)
-    for k, ending in enumerate(endings):
-        expected, read_out = by_definition(model, source, IDS + list(ending.tokens), positions, LAYERS, ending.read)
-        assert expected.abs().max() > 0
-        torch.testing.assert_close(effects[:, :, k], expected, atol=1e-12, rtol=1e-9)
-        torch.testing.assert_close(unpatched[k], read_out, atol=1e-12, rtol=1e-9)
-    with pytest.raises(ValueError, match="outside the 8-token stem"):
-        attribution_effects(model, source, IDS, endings, (8,), LAYERS)
-
-
-def test_a_model_with_sliding_window_layers_reads_each_ending_alone_with_the_same_effects():
-    """Gemma 3's sliding-window layers cannot take packed rows: each ending runs after its own cached beginning, the
-    window (4 tokens) shorter than the inputs."""
+@pytest.fixture(scope="module")
+def sliding_window_model():
+    """A Gemma 3 whose sliding-window layers (a 4-token window, shorter than the inputs) cannot take packed rows."""
     torch.manual_seed(0)
     config = Gemma3TextConfig(
         vocab_size=64,
@@ -139,13 +117,32 @@ def test_a_model_with_sliding_window_layers_reads_each_ending_alone_with_the_sam
         layer_types=["sliding_attention", "sliding_attention", "full_attention"],
         max_position_embeddings=64,
     )
-    gemma = Gemma3ForCausalLM(config).eval().double()
-    source = nudged(residual_stream(gemma, IDS), 1e-2)
+    return Gemma3ForCausalLM(config).eval().double()
+
+
+@pytest.mark.parametrize("kind", ["packed", "one at a time", "sliding window"])
+def test_endings_after_one_stem_get_the_effects_each_gets_alone_from_the_whole_input(
+    model, sliding_window_model, monkeypatch, kind
+):
+    """Two endings read after one stem, the stem's beginning before the first patched position computed without
+    gradients, and every read-out's gradient taken in one batched backward: each ending's effects are those the
+    definition gives on its whole input (as branches of one sequence, or one after the other where a model cannot
+    take packed rows: told so, or Gemma 3's sliding-window layers, each ending after its own cached beginning)."""
+    if kind == "one at a time":
+        monkeypatch.setattr(attribution_patching, "accepts_packed_rows", lambda _model: False)
+    if kind == "sliding window":
+        model = sliding_window_model
+    source = nudged(residual_stream(model, IDS), 1e-2)
     endings = [Ending((13, 21), (5, 8, 9), read), Ending((33,), (5, 8), read)]
-    effects, _ = attribution_effects(gemma, source, IDS, endings, (2, 4, 6), LAYERS)
+    positions = (2, 4, 6)
+    effects, unpatched = attribution_effects(model, source, IDS, endings, positions, LAYERS)
+    assert effects.shape == (len(positions), len(LAYERS), 2, 2)
     for k, ending in enumerate(endings):
-        expected, _ = by_definition(gemma, source, IDS + list(ending.tokens), (2, 4, 6), LAYERS, ending.read)
+        expected, read_out = by_definition(model, source, IDS + list(ending.tokens), positions, LAYERS, ending.read)
         assert expected.abs().max() > 0
         torch.testing.assert_close(effects[:, :, k], expected, atol=1e-12, rtol=1e-9)
-    none, _ = attribution_effects(gemma, source, IDS, endings, (), LAYERS)  # no patched position: no cell
+        torch.testing.assert_close(unpatched[k], read_out, atol=1e-12, rtol=1e-9)
+    none, _ = attribution_effects(model, source, IDS, endings, (), LAYERS)  # no patched position: no cell
     assert none.shape == (0, len(LAYERS), 2, 2)
+    with pytest.raises(ValueError, match="outside the 8-token stem"):
+        attribution_effects(model, source, IDS, endings, (8,), LAYERS)
