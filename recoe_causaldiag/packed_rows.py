@@ -29,6 +29,16 @@ class PackedRow:
         """The row positions some request ends at, in order."""
         return sorted({position for _, position in self.ends})
 
+    def paths(self) -> dict[int, list[int]]:
+        """Each request's continuation as the row positions of its tokens, in order."""
+        found = {}
+        for index, end in self.ends:
+            path = [end]
+            while self.parents[path[-1]] >= 0:
+                path.append(self.parents[path[-1]])
+            found[index] = path[::-1]
+        return found
+
     def visibility(self) -> torch.Tensor:
         """Which row tokens each row token attends to (len × len, bool): itself and the tokens before it in its
         continuation."""

@@ -5,8 +5,9 @@ weight editor, each group's edit applied while it runs) and then by their shared
 ICE edits + question); each prefix is encoded once per batch, after the beginning that the batch's prefixes
 share (system turn and instruction, encoded once), and its KV cache is reused for every continuation
 (explanation variant) that follows it. Batches are filled longest-first and results
-restored to request order. For label probabilities, where a model takes a custom attention mask, the continuations
-of one prefix are packed as trees (`packed_rows`), so that a beginning several of them share runs once.
+restored to request order. For label probabilities and continuation logits, where a model takes a custom attention
+mask, the continuations of one prefix are packed as trees (`packed_rows`), so that a beginning several of them share
+runs once.
 """
 
 from __future__ import annotations
@@ -186,26 +187,18 @@ class ScoringEngine:
     ) -> Iterator[tuple[int, torch.Tensor]]:
         """(request index, next-token logits at its continuation positions `rows[index]`, in that order; at every
         position when `rows` is None), streamed; row t is the distribution after continuation token t. Requests
-        under one prefix whose continuations begin alike run that beginning once (`shared_stems`), and the output
-        head projects only the rows asked for."""
+        under one prefix whose continuations begin alike run that beginning once: packed as trees in one forward
+        (`packed_rows`) where the model takes packed rows, else as stems whose endings continue from their KV cache
+        (`shared_stems`); the output head projects only the rows asked for."""
         wanted = requested_rows(encoded, rows)
+        reads = self._packed_reads if self.packs else self._stem_reads
         bar = tqdm(total=len(encoded), desc=desc, unit="prompt", disable=not self.progress, leave=False)
         for _, members in self.by_state(encoded):
             for window, groups in self._prefix_groups(encoded, members):
                 prefix_mask, _, prefix_cache = self._encode_prefixes(window)
-                stems = [
-                    (row, stem)
-                    for row, prefix in enumerate(window)
-                    for stem in shared_stems({i: encoded[i].continuation for i in groups[prefix]})
-                ]
-                stems.sort(key=lambda item: -len(item[1].tokens))
-                for batch in self._fill(
-                    stems, lambda item: (len(item[1].tokens), stem_rows(item[1], wanted)), past=prefix_mask.shape[1]
-                ):
-                    for index, logits in self._stem_batch(encoded, wanted, batch, prefix_mask, prefix_cache):
-                        bar.update(1)
-                        yield index, logits
-                    release_freed_memory()
+                for index, logits in reads(encoded, wanted, window, groups, prefix_mask, prefix_cache):
+                    bar.update(1)
+                    yield index, logits
         bar.close()
 
     def patched_readouts(
@@ -233,6 +226,30 @@ class ScoringEngine:
             progress=progress and self.progress,
             source_states=source_states,
         )
+
+    def _stem_reads(
+        self,
+        encoded: Sequence[Encoded],
+        wanted: Sequence[tuple[int, ...]],
+        window: Sequence[tuple[int, ...]],
+        groups: dict[tuple[int, ...], list[int]],
+        prefix_mask: torch.Tensor,
+        prefix_cache: Any,
+    ) -> Iterator[tuple[int, torch.Tensor]]:
+        """The `wanted` logits of the requests under the prefixes `window`, those whose continuations begin alike
+        grouped under their shared stem (`shared_stems`): the stems of a batch in one forward, their endings in
+        forwards after them (`_stem_batch`)."""
+        stems = [
+            (row, stem)
+            for row, prefix in enumerate(window)
+            for stem in shared_stems({i: encoded[i].continuation for i in groups[prefix]})
+        ]
+        stems.sort(key=lambda item: -len(item[1].tokens))
+        for batch in self._fill(
+            stems, lambda item: (len(item[1].tokens), stem_rows(item[1], wanted)), past=prefix_mask.shape[1]
+        ):
+            yield from self._stem_batch(encoded, wanted, batch, prefix_mask, prefix_cache)
+            release_freed_memory()
 
     def _stem_batch(
         self,
@@ -479,11 +496,52 @@ class ScoringEngine:
                     release_freed_memory()
         bar.close()
 
-    def _packed_forward(
-        self, prefix_mask: torch.Tensor, prefix_cache: Any, batch: Sequence[tuple[int, PackedRow]]
+    def _packed_reads(
+        self,
+        encoded: Sequence[Encoded],
+        wanted: Sequence[tuple[int, ...]],
+        window: Sequence[tuple[int, ...]],
+        groups: dict[tuple[int, ...], list[int]],
+        prefix_mask: torch.Tensor,
+        prefix_cache: Any,
     ) -> Iterator[tuple[int, torch.Tensor]]:
-        """One forward of a batch of (prefix row, packed row), each packed row right-padded and continuing its prefix
-        row of `prefix_cache`: each of its requests' next-token logits after the request's last token."""
+        """The `wanted` logits of the requests under the prefixes `window`, each prefix's continuations packed as
+        trees (`packed_rows`): the rows of a batch in one forward, and only the positions read through the output
+        head, at most `max_logit_tokens` at a time (a request asking more, alone)."""
+        rows = [
+            (row, packed)
+            for row, prefix in enumerate(window)
+            for packed in packed_rows({i: encoded[i].continuation for i in groups[prefix]}, self.max_packed_tokens)
+        ]
+        rows.sort(key=lambda item: -len(item[1].tokens))
+        for batch in self._fill(rows, lambda item: (len(item[1].tokens), ()), packed=True):
+            ids, positions, mask, select = self._packed_inputs(prefix_mask, batch)
+            hidden = self.lm.model.get_decoder()(
+                input_ids=ids,
+                attention_mask=mask,
+                position_ids=positions,
+                past_key_values=forked_cache(prefix_cache, select),
+                use_cache=False,
+            ).last_hidden_state
+            reads = [
+                (index, b, [path[r] for r in wanted[index]])
+                for b, (_, packed) in enumerate(batch)
+                for index, path in packed.paths().items()
+            ]
+            for chunk in bounded_chunks(reads, lambda read: len(read[2]), self.max_logit_tokens):
+                at = {(b, position): None for _, b, read in chunk for position in read}
+                where = torch.tensor(list(at), device=self.lm.device).T
+                logits = output_logits(self.lm.model, hidden[where[0], where[1]]).float().cpu()
+                row_of = {read: j for j, read in enumerate(at)}
+                for index, b, read in chunk:
+                    yield index, logits[[row_of[b, position] for position in read]]
+            release_freed_memory()
+
+    def _packed_inputs(
+        self, prefix_mask: torch.Tensor, batch: Sequence[tuple[int, PackedRow]]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A batch of (prefix row, packed row) as one forward's input ids, position ids and 4-D attention mask, each
+        packed row right-padded and continuing its prefix row (the rows `select`ed of the prefixes' KV cache)."""
         device, dtype = self.lm.device, self.lm.model.dtype
         width = max(len(packed.tokens) for _, packed in batch)
         ids = torch.full((len(batch), width), self.lm.pad_token_id, dtype=torch.long)
@@ -498,14 +556,22 @@ class ScoringEngine:
         select = torch.tensor([row for row, _ in batch], device=device)
         visible = torch.cat([prefix_mask[select].bool()[:, None, :].expand(-1, width, -1), seen.to(device)], dim=2)
         mask = torch.zeros(visible.shape, dtype=dtype, device=device).masked_fill(~visible, torch.finfo(dtype).min)
+        return ids.to(device), positions.to(device), mask[:, None], select
+
+    def _packed_forward(
+        self, prefix_mask: torch.Tensor, prefix_cache: Any, batch: Sequence[tuple[int, PackedRow]]
+    ) -> Iterator[tuple[int, torch.Tensor]]:
+        """One forward of a batch of (prefix row, packed row), each packed row right-padded and continuing its prefix
+        row of `prefix_cache`: each of its requests' next-token logits after the request's last token."""
+        ids, positions, mask, select = self._packed_inputs(prefix_mask, batch)
         columns = sorted({position for _, packed in batch for position in packed.end_positions})
         out = self.lm.model(
-            input_ids=ids.to(device),
-            attention_mask=mask[:, None],
-            position_ids=positions.to(device),
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
             past_key_values=forked_cache(prefix_cache, select),
             use_cache=False,
-            logits_to_keep=torch.tensor(columns, device=device),
+            logits_to_keep=torch.tensor(columns, device=self.lm.device),
         )
         logits = out.logits.float().cpu()
         at = {column: j for j, column in enumerate(columns)}
@@ -556,6 +622,28 @@ def release_freed_memory() -> None:
     "Memory")."""
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
+
+
+def bounded_chunks(items: Sequence[T], size: Callable[[T], int], limit: int) -> Iterator[list[T]]:
+    """`items` in consecutive chunks whose sizes sum to at most `limit` (an item larger than that, alone)."""
+    chunk: list[T] = []
+    total = 0
+    for item in items:
+        if chunk and total + size(item) > limit:
+            yield chunk
+            chunk, total = [], 0
+        chunk.append(item)
+        total += size(item)
+    if chunk:
+        yield chunk
+
+
+def output_logits(model: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+    """The logits that `model`'s output head gives for its final hidden states `hidden` (soft-capped where the model
+    caps them, as Gemma 2's config asks)."""
+    logits = model.get_output_embeddings()(hidden)
+    cap = getattr(model.config.get_text_config(), "final_logit_softcapping", None)
+    return logits if cap is None else torch.tanh(logits / cap) * cap
 
 
 def requested_rows(encoded: Sequence[Encoded], rows: Sequence[Sequence[int]] | None) -> list[tuple[int, ...]]:

@@ -27,6 +27,9 @@ def test_continuations_that_begin_alike_are_packed_with_their_beginning_once():
     assert sorted(ends) == [0, 1, 2, 3, 4] and ends[0] == ends[4] == 5
     assert all(continuation_at(row, ends[index]) == continuation for index, continuation in continuations.items())
     assert row.end_positions == [1, 4, 5, 7]
+    paths = row.paths()
+    assert paths[2] == [0, 1, 2, 3, 4] and paths[3] == [0, 1]
+    assert all(tuple(row.tokens[p] for p in paths[index]) == c for index, c in continuations.items())
 
 
 def test_each_token_sees_itself_and_what_comes_before_it_in_its_continuation():

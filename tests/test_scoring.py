@@ -430,14 +430,17 @@ def assert_rows_equal_a_full_forward(lm, encoded, rows, got) -> None:
             torch.testing.assert_close(got[index], whole[rows[index]], atol=1e-4, rtol=0)
 
 
+@pytest.mark.parametrize("pack", [True, False])
 @pytest.mark.parametrize("max_batch_tokens, max_logit_tokens", [(2048, 256), (40, 4)])
-def test_continuation_logits_at_the_rows_asked_equal_a_full_forward(default_lm, max_batch_tokens, max_logit_tokens):
+def test_continuation_logits_at_the_rows_asked_equal_a_full_forward(
+    default_lm, pack, max_batch_tokens, max_logit_tokens
+):
     encoded = stemmed_requests(default_lm)
     generator = np.random.default_rng(0)
     rows = [sorted(generator.choice(len(e.continuation), size=3, replace=False).tolist()) for e in encoded]
     rows[1] = [len(encoded[1].continuation) - 1, 0]
     engine = ScoringEngine(
-        default_lm, max_batch_tokens=max_batch_tokens, max_logit_tokens=max_logit_tokens, progress=False
+        default_lm, max_batch_tokens=max_batch_tokens, max_logit_tokens=max_logit_tokens, pack=pack, progress=False
     )
     got = dict(engine.continuation_logits(encoded, rows=rows))
     assert sorted(got) == list(range(len(encoded)))
@@ -446,12 +449,41 @@ def test_continuation_logits_at_the_rows_asked_equal_a_full_forward(default_lm, 
     assert [everything[i].shape[0] for i in range(2)] == [len(e.continuation) for e in encoded[:2]]
 
 
-def test_continuations_that_begin_alike_run_their_beginning_once(default_lm, monkeypatch):
+def two_branches(lm) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """A prefix, a shared beginning and two endings of equal length, as token ids."""
     head, shared, a, b = (
-        tuple(default_lm.encode(text, continuation=True))
+        tuple(lm.encode(text, continuation=True))
         for text in ("Facts first.", " Is Paris the capital of France? Yes, since", " the facts say", " it is known")
     )
     assert len(a) == len(b)
+    return head, shared, a, b
+
+
+def test_packed_continuations_run_their_shared_beginning_and_each_read_row_once(default_lm):
+    head, shared, a, b = two_branches(default_lm)
+    encoded = [Encoded(head, shared + a, True), Encoded(head, shared + b, True)]
+    positions, heads = [], []
+    hooks = [
+        default_lm.model.get_decoder().register_forward_pre_hook(
+            lambda _, args, kwargs: positions.append(kwargs["input_ids"].numel()), with_kwargs=True
+        ),
+        default_lm.model.get_output_embeddings().register_forward_pre_hook(
+            lambda _, args: heads.append(args[0].numel() // args[0].shape[-1])
+        ),
+    ]
+    rows = [[len(shared) - 1, len(shared) + 1], [len(shared) - 1, len(shared) + 2]]
+    try:
+        got = dict(ScoringEngine(default_lm, progress=False).continuation_logits(encoded, rows=rows))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert positions == [len(head), len(shared) + 2 * len(a)]
+    assert heads == [1, 3]
+    assert_rows_equal_a_full_forward(default_lm, encoded, rows, got)
+
+
+def test_continuations_that_begin_alike_run_their_beginning_once(default_lm, monkeypatch):
+    head, shared, a, b = two_branches(default_lm)
     encoded = [Encoded(head, shared + a, True), Encoded(head, shared + b, True)]
     positions, heads = [], []
     forward = default_lm.model.forward
@@ -464,7 +496,7 @@ def test_continuations_that_begin_alike_run_their_beginning_once(default_lm, mon
 
     monkeypatch.setattr(default_lm.model, "forward", counting)
     rows = [[len(shared) - 1, len(shared) + 1], [len(shared) + 2]]
-    list(ScoringEngine(default_lm, progress=False).continuation_logits(encoded, rows=rows))
+    list(ScoringEngine(default_lm, pack=False, progress=False).continuation_logits(encoded, rows=rows))
     assert positions == [len(head), len(shared), 2 * len(a)]
     assert heads == [1, 1, 2 * 2]
 
