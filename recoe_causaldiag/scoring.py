@@ -67,6 +67,17 @@ MIN_FILL = 0.75
 a batch of its own rather than be padded to a much longer one's length."""
 
 
+@dataclass(frozen=True)
+class PrefixWindow:
+    """Prefixes encoded together: `prefixes` (a row each of the attention `mask` and KV `cache`) and, under each,
+    the indices of its requests (`groups`)."""
+
+    prefixes: Sequence[tuple[int, ...]]
+    groups: dict[tuple[int, ...], list[int]]
+    mask: torch.Tensor
+    cache: Any
+
+
 class ScoringEngine:
     """Batched, prefix-cached scoring with one loaded model. The token limits default to the model's device's
     (`BATCH_LIMITS`); `pack` says whether label queries run as packed rows (None: where the model accepts them)."""
@@ -196,7 +207,7 @@ class ScoringEngine:
         for _, members in self.by_state(encoded):
             for window, groups in self._prefix_groups(encoded, members):
                 prefix_mask, _, prefix_cache = self._encode_prefixes(window)
-                for index, logits in reads(encoded, wanted, window, groups, prefix_mask, prefix_cache):
+                for index, logits in reads(encoded, wanted, PrefixWindow(window, groups, prefix_mask, prefix_cache)):
                     bar.update(1)
                     yield index, logits
         bar.close()
@@ -228,27 +239,21 @@ class ScoringEngine:
         )
 
     def _stem_reads(
-        self,
-        encoded: Sequence[Encoded],
-        wanted: Sequence[tuple[int, ...]],
-        window: Sequence[tuple[int, ...]],
-        groups: dict[tuple[int, ...], list[int]],
-        prefix_mask: torch.Tensor,
-        prefix_cache: Any,
+        self, encoded: Sequence[Encoded], wanted: Sequence[tuple[int, ...]], window: PrefixWindow
     ) -> Iterator[tuple[int, torch.Tensor]]:
-        """The `wanted` logits of the requests under the prefixes `window`, those whose continuations begin alike
+        """The `wanted` logits of the requests under the prefixes of `window`, those whose continuations begin alike
         grouped under their shared stem (`shared_stems`): the stems of a batch in one forward, their endings in
         forwards after them (`_stem_batch`)."""
         stems = [
             (row, stem)
-            for row, prefix in enumerate(window)
-            for stem in shared_stems({i: encoded[i].continuation for i in groups[prefix]})
+            for row, prefix in enumerate(window.prefixes)
+            for stem in shared_stems({i: encoded[i].continuation for i in window.groups[prefix]})
         ]
         stems.sort(key=lambda item: -len(item[1].tokens))
         for batch in self._fill(
-            stems, lambda item: (len(item[1].tokens), stem_rows(item[1], wanted)), past=prefix_mask.shape[1]
+            stems, lambda item: (len(item[1].tokens), stem_rows(item[1], wanted)), past=window.mask.shape[1]
         ):
-            yield from self._stem_batch(encoded, wanted, batch, prefix_mask, prefix_cache)
+            yield from self._stem_batch(encoded, wanted, batch, window.mask, window.cache)
             release_freed_memory()
 
     def _stem_batch(
@@ -497,30 +502,26 @@ class ScoringEngine:
         bar.close()
 
     def _packed_reads(
-        self,
-        encoded: Sequence[Encoded],
-        wanted: Sequence[tuple[int, ...]],
-        window: Sequence[tuple[int, ...]],
-        groups: dict[tuple[int, ...], list[int]],
-        prefix_mask: torch.Tensor,
-        prefix_cache: Any,
+        self, encoded: Sequence[Encoded], wanted: Sequence[tuple[int, ...]], window: PrefixWindow
     ) -> Iterator[tuple[int, torch.Tensor]]:
-        """The `wanted` logits of the requests under the prefixes `window`, each prefix's continuations packed as
+        """The `wanted` logits of the requests under the prefixes of `window`, each prefix's continuations packed as
         trees (`packed_rows`): the rows of a batch in one forward, and only the positions read through the output
         head, at most `max_logit_tokens` at a time (a request asking more, alone)."""
         rows = [
             (row, packed)
-            for row, prefix in enumerate(window)
-            for packed in packed_rows({i: encoded[i].continuation for i in groups[prefix]}, self.max_packed_tokens)
+            for row, prefix in enumerate(window.prefixes)
+            for packed in packed_rows(
+                {i: encoded[i].continuation for i in window.groups[prefix]}, self.max_packed_tokens
+            )
         ]
         rows.sort(key=lambda item: -len(item[1].tokens))
         for batch in self._fill(rows, lambda item: (len(item[1].tokens), ()), packed=True):
-            ids, positions, mask, select = self._packed_inputs(prefix_mask, batch)
+            ids, positions, mask, select = self._packed_inputs(window.mask, batch)
             hidden = self.lm.model.get_decoder()(
                 input_ids=ids,
                 attention_mask=mask,
                 position_ids=positions,
-                past_key_values=forked_cache(prefix_cache, select),
+                past_key_values=forked_cache(window.cache, select),
                 use_cache=False,
             ).last_hidden_state
             reads = [
