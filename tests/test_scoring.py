@@ -482,7 +482,7 @@ def test_packed_continuations_run_their_shared_beginning_and_each_read_row_once(
     assert_rows_equal_a_full_forward(default_lm, encoded, rows, got)
 
 
-def test_continuations_that_begin_alike_run_their_beginning_once(default_lm, monkeypatch):
+def test_unpacked_continuations_that_begin_alike_run_their_stem_once_then_their_endings(default_lm, monkeypatch):
     head, shared, a, b = two_branches(default_lm)
     encoded = [Encoded(head, shared + a, True), Encoded(head, shared + b, True)]
     positions, heads = [], []
