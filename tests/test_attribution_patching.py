@@ -22,21 +22,21 @@ IDS = [5, 17, 3, 42, 8, 29, 11, 60]
 POSITIONS = (1, 3, 5)
 LAYERS = (0, 1, 2)
 READ = tuple(range(5, len(IDS)))  # the answer read at position 5, then the positions after it
+SIZES = {
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 4,
+    "max_position_embeddings": 64,
+}
+"""The tiny models' sizes, the same for every architecture tested."""
 
 
 @pytest.fixture(scope="module")
 def model():
     torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=3,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=64,
-    )
-    return LlamaForCausalLM(config).eval().double()
+    return LlamaForCausalLM(LlamaConfig(**SIZES, num_key_value_heads=4)).eval().double()
 
 
 def read(logits):
@@ -106,16 +106,11 @@ def sliding_window_model():
     """A Gemma 3 whose sliding-window layers (a 4-token window, shorter than the inputs) cannot take packed rows."""
     torch.manual_seed(0)
     config = Gemma3TextConfig(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=3,
-        num_attention_heads=4,
+        **SIZES,
         num_key_value_heads=2,
         head_dim=8,
         sliding_window=4,
         layer_types=["sliding_attention", "sliding_attention", "full_attention"],
-        max_position_embeddings=64,
     )
     return Gemma3ForCausalLM(config).eval().double()
 
