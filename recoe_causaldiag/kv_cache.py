@@ -21,6 +21,27 @@ def forked_cache(cache: Any, rows: torch.Tensor) -> Any:
     return forked
 
 
+def prefix_cache(cache: Any, length: int) -> Any | None:
+    """The KV cache of the first `length` positions of `cache`, sharing its tensors (`cache` stays as it is); None
+    where a layer no longer holds them all (a sliding window that has moved past them) or is of another kind."""
+    if length > cache.get_seq_length():
+        raise ValueError(f"a cache of {cache.get_seq_length()} positions has no prefix of {length}")
+    if not all(_holds_every_position(layer) for layer in cache.layers):
+        return None
+    prefix = copy.copy(cache)
+    prefix.layers = [copy.copy(layer) for layer in cache.layers]
+    for layer in prefix.layers:
+        layer.crop(length - layer.get_seq_length())
+    return prefix
+
+
+def _holds_every_position(layer: Any) -> bool:
+    """Whether a cache layer holds the keys and values of every position it has seen, in order."""
+    if type(layer) is DynamicLayer:
+        return True
+    return type(layer) is DynamicSlidingWindowLayer and layer.get_seq_length() < layer.sliding_window
+
+
 def _read_only(layer: Any, rows: torch.Tensor) -> Any:
     """A shallow copy of `layer` whose `update` returns the prefix rows `rows` followed by the new keys and values,
     as a dynamic layer's update returns them, without storing them; for a layer of another kind, a shallow copy with

@@ -12,7 +12,7 @@ import torch
 
 from .api.engine import Encoded, LabelRequest
 from .editors.editing import IN_CONTEXT, Editor
-from .mechanisms.activation_patching import Ending, Patch, patched_readouts_reference
+from .mechanisms.activation_patching import Ending, Patch, TargetRun, patched_readouts_reference
 from .models import LanguageModel
 from .scoring import ScoringEngine, requested_rows
 
@@ -68,10 +68,11 @@ class ReferenceEngine(ScoringEngine):
         batch_size: int = 1,
         progress: bool = False,
         source_states: Sequence[torch.Tensor] | None = None,
+        target: TargetRun | None = None,
     ) -> torch.Tensor:
         """The read-outs as the reference code computes them: one forward of each whole patched input, batch 1
-        (`activation_patching.patched_readouts_reference`); `batch_size` and `progress` are taken for the `Engine`
-        contract and ignored."""
+        (`activation_patching.patched_readouts_reference`); `batch_size`, `progress` and `target` are taken for the
+        `Engine` contract and ignored (the reference shares no run)."""
         return patched_readouts_reference(
             self.lm.model, source_ids, stem_ids, patches, endings, source_states=source_states
         )

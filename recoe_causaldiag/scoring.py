@@ -28,7 +28,7 @@ from .api.engine import Encoded, Engine, LabelRequest
 from .editors.editing import IN_CONTEXT, Editor
 from .kv_cache import extended_cache, forked_cache
 from .mechanisms import activation_patching
-from .mechanisms.activation_patching import Ending, Patch
+from .mechanisms.activation_patching import Ending, Patch, TargetRun
 from .models import LanguageModel, load_model
 from .packaged_models import default_helper_model
 from .packed_rows import PackedRow, accepts_packed_rows, packed_rows
@@ -222,11 +222,12 @@ class ScoringEngine:
         batch_size: int = 32,
         progress: bool = True,
         source_states: Sequence[torch.Tensor] | None = None,
+        target: TargetRun | None = None,
     ) -> torch.Tensor:
         """The read-outs [patches, endings, …] of the stem followed by each ending, under each patch of the stem with
         the source run's hidden states: `batch_size` patched copies per forward, the stem's computation below a
-        patch reused (`activation_patching.patched_readouts`); a progress bar when `progress` and the engine shows
-        them."""
+        patch reused (`activation_patching.patched_readouts`, with the endings' unpatched `target` run where it was
+        taken already); a progress bar when `progress` and the engine shows them."""
         return activation_patching.patched_readouts(
             self.lm.model,
             source_ids,
@@ -236,6 +237,7 @@ class ScoringEngine:
             batch_size=batch_size,
             progress=progress and self.progress,
             source_states=source_states,
+            target=target,
         )
 
     def _stem_reads(

@@ -15,6 +15,7 @@ from recoe_causaldiag.mechanisms.activation_patching import (
     layer_output,
     patched_readouts,
     residual_stream,
+    target_run,
 )
 from recoe_causaldiag.mechanisms.attribution_patching import attribution_effects
 
@@ -137,6 +138,15 @@ def test_endings_after_one_stem_get_the_effects_each_gets_alone_from_the_whole_i
         assert expected.abs().max() > 0
         torch.testing.assert_close(effects[:, :, k], expected, atol=1e-12, rtol=1e-9)
         torch.testing.assert_close(unpatched[k], read_out, atol=1e-12, rtol=1e-9)
+    # the stem's beginning read from the unpatched target run, where one is given (none where the model cannot
+    # read the endings as branches of one sequence)
+    target = target_run(model, IDS, endings)
+    assert (target is None) == (kind == "sliding window")
+    from_target, _ = attribution_effects(model, source, IDS, endings, positions, LAYERS, target)
+    torch.testing.assert_close(from_target, effects, atol=1e-12, rtol=1e-9)
+    if target is not None:
+        with pytest.raises(ValueError, match="another stem or other endings"):
+            attribution_effects(model, source, IDS, endings[:1], positions, LAYERS, target)
     none, _ = attribution_effects(model, source, IDS, endings, (), LAYERS)  # no patched position: no cell
     assert none.shape == (0, len(LAYERS), 2, 2)
     with pytest.raises(ValueError, match="outside the 8-token stem"):

@@ -8,7 +8,7 @@ from transformers import Gemma3ForCausalLM, Gemma3TextConfig, LlamaForCausalLM
 from transformers.cache_utils import DynamicSlidingWindowLayer
 
 from recoe_causaldiag import prompts, scoring
-from recoe_causaldiag.kv_cache import forked_cache
+from recoe_causaldiag.kv_cache import forked_cache, prefix_cache
 from recoe_causaldiag.mechanisms.truncation import heuristic_truncation
 from recoe_causaldiag.metrics.filler_tokens import CORRUPTIONS
 from recoe_causaldiag.models import LanguageModel
@@ -233,6 +233,33 @@ def test_a_forked_sliding_window_cache_reads_as_the_whole_sequence_does():
         out = model(tokens[[1, 0, 1], 6:], past_key_values=fork, use_cache=False).logits
         whole = model(tokens[[1, 0, 1]]).logits[:, 6:]
     torch.testing.assert_close(out, whole, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma3"])
+def test_a_prefix_cache_reads_as_its_first_positions_alone_do_and_is_none_once_a_sliding_window_moved_past(kind):
+    config = tiny_config(kind)
+    if kind == "gemma3":
+        config.sliding_window = 6
+    torch.manual_seed(0)
+    model = (Gemma3ForCausalLM if kind == "gemma3" else LlamaForCausalLM)(config).eval()
+    tokens = torch.randint(1, 64, (1, 9))
+    with torch.inference_mode():
+        cache = model(tokens[:, :5], use_cache=True).past_key_values
+        before = [layer.keys for layer in cache.layers]
+        prefix = prefix_cache(cache, 3)
+        out = model(tokens[:, 3:], past_key_values=prefix, use_cache=False).logits
+        whole = model(tokens).logits[:, 3:]
+        longer = model(tokens, use_cache=True).past_key_values
+    torch.testing.assert_close(out, whole, atol=1e-5, rtol=0)
+    assert cache.get_seq_length() == 5 and all(layer.keys is k for layer, k in zip(cache.layers, before, strict=True))
+    assert all(
+        layer.keys.untyped_storage().data_ptr() == k.untyped_storage().data_ptr()
+        for layer, k in zip(prefix_cache(cache, 2).layers, before, strict=True)
+    )  # a view of the cache, not a copy
+    with pytest.raises(ValueError, match="no prefix of 6"):
+        prefix_cache(cache, 6)
+    # 9 positions through a window of 6: the sliding layer no longer holds the first ones
+    assert (prefix_cache(longer, 3) is None) == (kind == "gemma3")
 
 
 @pytest.mark.skipif(scoring._MALLOC_TRIM is None, reason="the C library has no malloc_trim (not glibc)")

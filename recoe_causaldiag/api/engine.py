@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     import torch
 
     from ..editors.editing import Editor
-    from ..mechanisms.activation_patching import Ending, Patch
+    from ..mechanisms.activation_patching import Ending, Patch, TargetRun
     from ..models import LanguageModel
     from ..prompts import Prompt
 
@@ -83,7 +83,9 @@ class Engine(Protocol):
         batch_size: int = ...,
         progress: bool = ...,
         source_states: Sequence[torch.Tensor] | None = ...,
+        target: TargetRun | None = ...,
     ) -> torch.Tensor:
         """The read-outs [patches, endings, …] of the stem followed by each ending, under each patch of the stem with
-        the source run's hidden states, on the weights in place (`activation_patching.patched_readouts`)."""
+        the source run's hidden states, on the weights in place (`activation_patching.patched_readouts`); `target`:
+        the endings' unpatched `activation_patching.target_run` where it was taken already."""
         ...

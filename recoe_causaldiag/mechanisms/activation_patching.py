@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from tqdm.auto import tqdm
 
-from ..kv_cache import forked_cache
+from ..kv_cache import forked_cache, prefix_cache
 from ..packed_rows import accepts_packed_rows
 
 Readout = Callable[[torch.Tensor], torch.Tensor]
@@ -62,17 +62,17 @@ def layer_output(output: torch.Tensor | tuple) -> torch.Tensor:
     return output[0] if isinstance(output, tuple) else output
 
 
+@torch.inference_mode()
 def residual_stream(model: torch.nn.Module, ids: Sequence[int]) -> list[torch.Tensor]:
     """Every decoder layer's output for one input: a list over layers of [positions, hidden] tensors."""
-    return _residual_stream(model, ids)[0]
+    return _layer_outputs(model, {"input_ids": torch.tensor([list(ids)], device=model.device)}, use_cache=False)[0]
 
 
-@torch.inference_mode()
-def _residual_stream(
-    model: torch.nn.Module, ids: Sequence[int], **inputs: torch.Tensor
-) -> tuple[list[torch.Tensor], bool]:
-    """`residual_stream` (of the forward given `inputs` where they are given), and whether the layers return their
-    hidden state as a plain tensor (not in a tuple)."""
+def _layer_outputs(
+    model: torch.nn.Module, inputs: dict[str, torch.Tensor], *, use_cache: bool
+) -> tuple[list[torch.Tensor], bool, object]:
+    """Every decoder layer's output [positions, hidden] of the forward given `inputs`, whether the layers return it
+    as a plain tensor (not in a tuple), and the forward's KV cache (None without `use_cache`)."""
     layers, states, plain = decoder_layers(model), [], []
 
     def keep(_module, _args, out) -> None:
@@ -81,15 +81,11 @@ def _residual_stream(
 
     hooks = [layer.register_forward_hook(keep) for layer in layers]
     try:
-        model(
-            **({"input_ids": torch.tensor([list(ids)], device=model.device)} | inputs),
-            use_cache=False,
-            logits_to_keep=1,
-        )
+        out = model(**inputs, use_cache=use_cache, logits_to_keep=1)
     finally:
         for hook in hooks:
             hook.remove()
-    return states, all(plain)
+    return states, all(plain), out.past_key_values if use_cache else None
 
 
 def _site_edits(
@@ -174,6 +170,41 @@ def packed_endings(stem_ids: Sequence[int], endings: Sequence[Ending]) -> Packed
     return PackedEndings(tuple(ids), tuple(positions), tuple(owners), tuple(columns))
 
 
+@dataclass(frozen=True)
+class TargetRun:
+    """The unpatched target run of a stem and its endings in one sequence (`packed`): every decoder layer's output
+    [positions, hidden], whether the layers return it as a plain tensor (so that `replayed` can stand in for them),
+    and the run's KV cache, whose beginnings serve every patched run as the positions it need not compute."""
+
+    packed: PackedEndings
+    states: tuple[torch.Tensor, ...]
+    replayable: bool
+    cache: object
+
+
+def target_run(model: torch.nn.Module, stem_ids: Sequence[int], endings: Sequence[Ending]) -> TargetRun | None:
+    """The unpatched run of the stem followed by its endings, computed once without gradients (so that a backward
+    pass may start after its beginning, `attribution_effects`); None where the model cannot read several endings
+    in one sequence (`packed_rows.accepts_packed_rows`)."""
+    packed = packed_endings(stem_ids, endings)
+    if packed.branched and not accepts_packed_rows(model):
+        return None
+    with torch.no_grad():
+        states, plain, cache = _layer_outputs(model, packed.inputs(0, 1, model.dtype, model.device), use_cache=True)
+    return TargetRun(packed, tuple(states), plain, cache)
+
+
+def stem_cache(model: torch.nn.Module, stem_ids: Sequence[int], length: int, target: TargetRun | None) -> object:
+    """The KV cache of the stem's first `length` tokens: a view of the target run's where it holds them, else
+    computed (without gradients)."""
+    cache = prefix_cache(target.cache, length) if target is not None else None
+    if cache is None:
+        with torch.no_grad():
+            stem = torch.tensor([list(stem_ids[:length])], device=model.device)
+            cache = model(stem, use_cache=True, logits_to_keep=1).past_key_values
+    return cache
+
+
 @torch.inference_mode()
 def patched_readouts(
     model: torch.nn.Module,
@@ -186,6 +217,7 @@ def patched_readouts(
     max_logits: int = 2**27,
     progress: bool = False,
     source_states: Sequence[torch.Tensor] | None = None,
+    target: TargetRun | None = None,
 ) -> torch.Tensor:
     """The read-outs [patches, endings, …] of the target runs (the stem `stem_ids` followed by each ending) under
     each patch of the stem, patched with the source run (`source_ids`, as long as the stem).
@@ -193,7 +225,8 @@ def patched_readouts(
     The endings share the stem's computation: they run in one sequence, each seeing the stem and itself (where the
     model takes such a mask, `packed_rows.accepts_packed_rows`; else one after another). A batch holds at most
     `batch_size` patched copies and `max_logits` logit values. `source_states`: the source run's `residual_stream`
-    when it was taken on other weights (an edited model's), else it is computed here."""
+    when it was taken on other weights (an edited model's), else it is computed here; `target`: the unpatched
+    `target_run` of these endings where it was taken already, else it is computed here."""
     if len(source_ids) != len(stem_ids):
         raise ValueError(f"source and stem differ in length ({len(source_ids)} vs {len(stem_ids)} tokens)")
     if not endings:
@@ -207,10 +240,11 @@ def patched_readouts(
         return torch.cat(
             [patched_readouts(model, source_ids, stem_ids, patches, [e], **one_by_one) for e in endings], dim=1
         )
+    target = target or target_run(model, stem_ids, endings)
+    if target.packed != packed:
+        raise ValueError("the target run given is of another stem or other endings")
     layers = decoder_layers(model)
     device, dtype = model.device, model.dtype
-    unpatched, replayable = _residual_stream(model, packed.ids, **packed.inputs(0, 1, dtype, device))
-    stem = torch.tensor([list(stem_ids)], device=device)
     columns = sorted({column for ending in packed.columns for column in ending})
     at = {column: j for j, column in enumerate(columns)}
     rows_per_batch = max(1, min(batch_size, max_logits // (len(columns) * model.config.get_text_config().vocab_size)))
@@ -219,13 +253,16 @@ def patched_readouts(
     bar = tqdm(total=len(patches), desc="activation patching", unit="patch", disable=not progress, leave=False)
     first_read = min(len(stem_ids), columns[0])
     cost = forward_cost(device, len(patches) * len(packed.ids) * len(layers))
-    for members in planned_batches(patches, len(layers), first_read, len(packed.ids), rows_per_batch, replayable, cost):
+    batches = planned_batches(
+        patches, len(layers), first_read, len(packed.ids), rows_per_batch, target.replayable, cost
+    )
+    for members in batches:
         batch = [patches[k] for k in members]
         start = _start(batch, first_read)
         batch_cache = None
         if start > 0:
             if start not in prefix_caches:
-                prefix_caches[start] = model(stem[:, :start], use_cache=True, logits_to_keep=1).past_key_values
+                prefix_caches[start] = stem_cache(model, stem_ids, start, target)
             batch_cache = forked_cache(prefix_caches[start], torch.zeros(len(batch), dtype=torch.long, device=device))
         hooks = []
         for layer, (rows, positions, values) in _site_edits(batch, source, start).items():
@@ -235,9 +272,9 @@ def patched_readouts(
                 return output
 
             hooks.append(layers[layer].register_forward_hook(write))
-        floor = min(_floor(patch, len(layers)) for patch in batch) if replayable else 0
+        floor = min(_floor(patch, len(layers)) for patch in batch) if target.replayable else 0
         try:
-            with replayed(layers, unpatched, floor, start, len(batch)):
+            with replayed(layers, target.states, floor, start, len(batch)):
                 logits = model(
                     **packed.inputs(start, len(batch), dtype, device),
                     past_key_values=batch_cache,

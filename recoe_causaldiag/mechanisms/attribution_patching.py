@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import torch
 
 from ..packed_rows import accepts_packed_rows
-from .activation_patching import Ending, decoder_layers, layer_output, packed_endings
+from .activation_patching import Ending, TargetRun, decoder_layers, layer_output, packed_endings, stem_cache
 
 
 def attribution_effects(
@@ -29,6 +29,7 @@ def attribution_effects(
     endings: Sequence[Ending],
     positions: Sequence[int],
     layers: Sequence[int],
+    target: TargetRun | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """First-order effects [positions, layers, endings, read-outs] of restoring `source_states` (the source run's
     `residual_stream`, as long as the stem) at each (position, layer) of the stem in the target runs (the stem
@@ -37,7 +38,8 @@ def attribution_effects(
 
     The endings share the stem's computation, as in `patched_readouts`; the stem's positions before the first
     patched or read one are computed once without gradients (no cell there is patched, and what they compute is the
-    same under every patch), so the backward pass starts at the first patched position."""
+    same under every patch), so the backward pass starts at the first patched position: read from `target`, their
+    unpatched `target_run` (taken outside inference mode), where it is given."""
     if not endings:
         raise ValueError("no ending to read")
     if any(not 0 <= p < len(stem_ids) for p in positions):
@@ -46,14 +48,12 @@ def attribution_effects(
     if packed.branched and not accepts_packed_rows(model):
         each = [attribution_effects(model, source_states, stem_ids, [e], positions, layers) for e in endings]
         return torch.cat([effects for effects, _ in each], dim=2), torch.cat([read for _, read in each])
+    if target is not None and target.packed != packed:
+        raise ValueError("the target run given is of another stem or other endings")
     device, dtype = model.device, model.dtype
     columns = sorted({column for own in packed.columns for column in own})
     start = min([columns[0], *positions])
-    cache = None
-    if start > 0:
-        with torch.no_grad():
-            prefix = torch.tensor([list(stem_ids[:start])], device=device)
-            cache = model(prefix, use_cache=True, logits_to_keep=1).past_key_values
+    cache = stem_cache(model, stem_ids, start, target) if start > 0 else None
     modules = decoder_layers(model)
     kept: dict[int, torch.Tensor] = {}
 

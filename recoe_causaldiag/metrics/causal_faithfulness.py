@@ -51,6 +51,7 @@ from ..mechanisms.activation_patching import (
     Readout,
     decoder_layers,
     residual_stream,
+    target_run,
     token_layer_patches,
 )
 from ..mechanisms.attribution_patching import attribution_effects
@@ -333,14 +334,14 @@ class CausalFaithfulness(Metric):
         """Effects and p_*(ŷ) per layout as `matrices` gives them, by attribution patching: first-order effects of
         every cell, each layout's `verified_cells` largest (by the sum of their answer and explanation effects, each
         relative to its largest) replaced by exact patches, which the layouts share (every cell one of them verifies
-        is patched once, its run read by each explanation); the windowed matrices are NaN."""
+        is patched once, its run read by each explanation; the unpatched run, which both passes start from, runs
+        once); the windowed matrices are NaN."""
         model, lay = engine.lm.model, layouts[0]
-        found = []
+        stem, found = lay.corrupted[: lay.stem_length], []
         with engine.editor.applied(lay.corrupted_state):
             endings = [one.ending() for one in layouts]
-            first_order, unpatched = attribution_effects(
-                model, source, lay.corrupted[: lay.stem_length], endings, lay.positions, layers
-            )
+            target = target_run(model, stem, endings) if self.verified_cells else None
+            first_order, unpatched = attribution_effects(model, source, stem, endings, lay.positions, layers, target)
             for k in range(len(layouts)):
                 effects = first_order[:, :, k]
                 scale = effects.abs().flatten(0, 1).max(0).values.clamp_min(ZERO_NORM)
@@ -351,12 +352,13 @@ class CausalFaithfulness(Metric):
             if cells:
                 exact = engine.patched_readouts(
                     lay.clean[: lay.stem_length],
-                    lay.corrupted[: lay.stem_length],
+                    stem,
                     [Patch((), ())] + [Patch((lay.positions[p],), (layers[j],)) for p, j in cells],
                     endings,
                     batch_size=self.batch_size,
                     progress=False,
                     source_states=source,
+                    target=target,
                 )
                 shifts = dict(zip(cells, exact[1:] - exact[0], strict=True))
                 for k, (effects, _, top) in enumerate(found):
