@@ -240,8 +240,9 @@ def patched_readouts(
         return torch.cat(
             [patched_readouts(model, source_ids, stem_ids, patches, [e], **one_by_one) for e in endings], dim=1
         )
-    target = target or target_run(model, stem_ids, endings)
-    if target.packed != packed:
+    if target is None:
+        target = target_run(model, stem_ids, endings)
+    elif target.packed != packed:
         raise ValueError("the target run given is of another stem or other endings")
     layers = decoder_layers(model)
     device, dtype = model.device, model.dtype

@@ -38,8 +38,8 @@ def attribution_effects(
 
     The endings share the stem's computation, as in `patched_readouts`; the stem's positions before the first
     patched or read one are computed once without gradients (no cell there is patched, and what they compute is the
-    same under every patch), so the backward pass starts at the first patched position: read from `target`, their
-    unpatched `target_run` (taken outside inference mode), where it is given."""
+    same under every patch), so the backward pass starts at the first patched position. Where `target`, their
+    unpatched `target_run` (taken outside inference mode), is given, they are read from its KV cache."""
     if not endings:
         raise ValueError("no ending to read")
     if any(not 0 <= p < len(stem_ids) for p in positions):
