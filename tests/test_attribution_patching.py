@@ -131,7 +131,18 @@ def test_endings_after_one_stem_get_the_effects_each_gets_alone_from_the_whole_i
     source = nudged(residual_stream(model, IDS), 1e-2)
     endings = [Ending((13, 21), (5, 8, 9), read), Ending((33,), (5, 8), read)]
     positions = (2, 4, 6)
+    backward_rows, grad = [], torch.autograd.grad
+
+    def recording(outputs, inputs, *args, **kwargs):
+        if kwargs.get("is_grads_batched") and isinstance(inputs, list):  # the pass down to the residual stream
+            backward_rows.append(len(kwargs["grad_outputs"]))
+        return grad(outputs, inputs, *args, **kwargs)
+
+    monkeypatch.setattr(torch.autograd, "grad", recording)
     effects, unpatched = attribution_effects(model, source, IDS, endings, positions, LAYERS)
+    monkeypatch.setattr(torch.autograd, "grad", grad)
+    # both endings read their first read-out at the stem's position 5: one row of the backward pass serves both
+    assert backward_rows == ([3] if kind == "packed" else [2, 2])
     assert effects.shape == (len(positions), len(LAYERS), 2, 2)
     for k, ending in enumerate(endings):
         expected, read_out = by_definition(model, source, IDS + list(ending.tokens), positions, LAYERS, ending.read)

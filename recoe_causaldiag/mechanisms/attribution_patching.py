@@ -39,7 +39,9 @@ def attribution_effects(
     The endings share the stem's computation, as in `patched_readouts`; the stem's positions before the first
     patched or read one are computed once without gradients (no cell there is patched, and what they compute is the
     same under every patch), so the backward pass starts at the first patched position. Where `target`, their
-    unpatched `target_run` (taken outside inference mode), is given, they are read from its KV cache."""
+    unpatched `target_run` (taken outside inference mode), is given, they are read from its KV cache. Read-outs
+    whose gradients at the logits are equal (the answer, which every ending reads in the stem) share one row of the
+    batched backward pass."""
     if not endings:
         raise ValueError("no ending to read")
     if any(not 0 <= p < len(stem_ids) for p in positions):
@@ -87,9 +89,11 @@ def attribution_effects(
     ]
     flat = outputs.flatten()
     one_each = torch.eye(len(flat), dtype=flat.dtype, device=flat.device)
-    grads = torch.autograd.grad(flat, states, grad_outputs=one_each, is_grads_batched=True)
+    (at_logits,) = torch.autograd.grad(flat, logits, grad_outputs=one_each, is_grads_batched=True, retain_graph=True)
+    distinct, which = torch.unique(at_logits.flatten(1), dim=0, return_inverse=True)
+    grads = torch.autograd.grad(logits, states, grad_outputs=distinct.view(-1, *logits.shape), is_grads_batched=True)
     effects = torch.stack(
         [(delta * grad[:, 0, where]).sum(-1) for delta, grad in zip(deltas, grads, strict=True)], dim=-1
-    )
+    )[which]
     effects = effects.permute(1, 2, 0).reshape(len(positions), len(layers), *outputs.shape)
     return effects.double().cpu(), outputs.detach()
