@@ -4,8 +4,10 @@ correlation of the first-order causal matrices (answer and explanation, every (p
 exact ones, the CaF scores of both paths, and the seconds each took per explanation (a pair's two explanations
 computed together, as the metric does, half the pair's time each): exact patching (the two share their patched
 runs), the metric's attribution default (the `--verified-cells` highest-ranked cells re-patched exactly) and pure
-attribution patching (none re-patched). `--out` keeps every pair's rows as they come, so an interrupted run leaves
-what it measured; `--report FILE` summarises such a file and plots it (FILE with .png), computing nothing.
+attribution patching (none re-patched). With `--rounds N` the two attribution paths are timed N times on each pair,
+taking turns, and their median is kept (exact patching, 30–40 times slower, is timed once). `--out` keeps every
+pair's rows as they come, so an interrupted run leaves what it measured; `--report FILE` summarises such a file and
+plots it (FILE with .png), computing nothing.
 """
 
 from __future__ import annotations
@@ -107,9 +109,12 @@ def main() -> None:
     parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--pairs", type=int, default=4)
     parser.add_argument("--verified-cells", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=1, help="timings of each attribution path per pair (median kept)")
     parser.add_argument("--out", type=Path, help="JSON file the rows and the summary are written to, row by row")
     parser.add_argument("--report", type=Path, help="summarise and plot the rows of an --out file, computing nothing")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     if args.report:
         report(json.loads(args.report.read_text())["rows"], args.report)
         return
@@ -134,11 +139,12 @@ def main() -> None:
             instance = Instance.from_pair(pair, explanation)
             (probs,) = engine.label_probs([label_request(instance)])
             layouts.append(prepare(engine, instance, int(np.argmax(probs)), require_flip=False)[1])
-        found, seconds = {}, {}
-        for path, metric in metrics.items():
+        found, timings = {}, {path: [] for path in PATHS}
+        for path in [PATHS[0]] + list(PATHS[1:]) * args.rounds:
             started = time.perf_counter()
-            found[path] = [effects[0] for effects, _ in metric.matrices(engine, layouts)]
-            seconds[path] = (time.perf_counter() - started) / len(layouts)
+            found[path] = [effects[0] for effects, _ in metrics[path].matrices(engine, layouts)]
+            timings[path].append((time.perf_counter() - started) / len(layouts))
+        seconds = {path: float(np.median(times)) for path, times in timings.items()}
         for k, ((role, _), lay) in enumerate(zip(roles, layouts, strict=True)):
             matrices = {path: found[path][k] for path in PATHS}
             rho = [
@@ -157,6 +163,7 @@ def main() -> None:
                     "spearman": rho,
                     "caf": caf,
                     "seconds": seconds,
+                    "seconds_rounds": timings,
                 }
             )
             print(
