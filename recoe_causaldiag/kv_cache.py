@@ -28,11 +28,18 @@ def prefix_cache(cache: Any, length: int) -> Any | None:
         raise ValueError(f"a cache of {cache.get_seq_length()} positions has no prefix of {length}")
     if not all(_holds_every_position(layer) for layer in cache.layers):
         return None
-    prefix = copy.copy(cache)
-    prefix.layers = [copy.copy(layer) for layer in cache.layers]
+    prefix = _detached_copy(cache)
     for layer in prefix.layers:
         layer.crop(length - layer.get_seq_length())
     return prefix
+
+
+def _detached_copy(cache: Any) -> Any:
+    """A shallow copy of `cache` whose layers are shallow copies too, so that they can be cropped or have rows
+    selected without changing `cache` (their tensors are shared until then)."""
+    copied = copy.copy(cache)
+    copied.layers = [copy.copy(layer) for layer in cache.layers]
+    return copied
 
 
 def _holds_every_position(layer: Any) -> bool:
@@ -60,8 +67,7 @@ def _read_only(layer: Any, rows: torch.Tensor) -> Any:
 def extended_cache(cache: Any, rows: torch.Tensor) -> Any:
     """A copy of the batch `rows` of `cache` that a forward extends as usual, keeping what it adds: the KV cache of a
     beginning shared by several continuations, which then read it through `forked_cache`. `cache` stays as it is."""
-    extended = copy.copy(cache)
-    extended.layers = [copy.copy(layer) for layer in cache.layers]
+    extended = _detached_copy(cache)
     for layer in extended.layers:
         layer.batch_select_indices(rows)
     return extended
