@@ -4,9 +4,11 @@ FactCheck pairs, and the `evaluate` module's card example."""
 
 import copy
 import dataclasses
+import importlib.util
 import json
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -34,6 +36,7 @@ from recoe_causaldiag.metrics.causal_faithfulness import (
     VARIANTS,
     CausalFaithfulness,
     caf_scores,
+    cells_to_verify,
     patching_layout,
 )
 from recoe_causaldiag.scoring import ScoringEngine
@@ -67,6 +70,17 @@ def test_caf_variants_are_cosine_similarities_of_the_matrices_and_their_sums():
     assert all(math.isnan(zero[v]) for v in VARIANTS)
     cancelling = caf_scores(answer, np.array([[1.0, -1.0], [1.0, -1.0]]), answer, answer)
     assert math.isnan(cancelling["caf_t"]) and cancelling["caf_m"] == pytest.approx(1.0)
+
+
+def test_the_cells_verified_are_the_largest_by_their_answer_and_explanation_effects_each_relative_to_its_largest():
+    first_order = torch.zeros(3, 2, 2, dtype=torch.float64)  # positions × layers × (answer, explanation)
+    first_order[0, 0] = torch.tensor([10.0, 0.0])  # 1.0 + 0.0
+    first_order[1, 1] = torch.tensor([-5.0, 0.1])  # 0.5 + 1.0: the explanation's largest, so first
+    first_order[2, 0] = torch.tensor([4.0, 0.04])  # 0.4 + 0.4
+    assert cells_to_verify(first_order, 2) == [(1, 1), (0, 0)]
+    assert cells_to_verify(first_order, 3) == [(1, 1), (0, 0), (2, 0)]
+    assert cells_to_verify(first_order, 0) == []
+    assert len(cells_to_verify(first_order, 99)) == 6  # every cell, at most
 
 
 def test_sites_are_position_major_with_ten_layer_windows():
@@ -413,7 +427,7 @@ def test_attribution_patching_ranks_cells_and_patches_the_top_ones_exactly(defau
         assert spearmanr(exact[0][..., k].ravel(), pure[0][..., k].ravel())[0] > 0.6
     # the cells not verified differ by float32 rounding alone (up to 1.5e-7), the verified by 2e-4 and more
     replaced = np.argwhere(np.abs(verified[0] - pure[0]).max(-1) > 1e-5)
-    assert len(replaced) == 4
+    assert {(int(p), int(j)) for p, j in replaced} == set(cells_to_verify(torch.from_numpy(pure[0]), 4))
     for p, j in replaced:
         np.testing.assert_allclose(verified[0][p, j], exact[0][p, j], atol=1e-5)
     with pytest.raises(ValueError, match="patching must be one of"):
@@ -464,3 +478,44 @@ def test_under_rome_the_instances_weights_states_are_patched_into_the_counterfac
     scores = metric.score_instances([instance], engine)
     assert metric.coverage.status == ("ok",) and all(np.isfinite(scores[v]).all() for v in VARIANTS)
     assert all(torch.equal(p, before[name]) for name, p in model.named_parameters()), "restored bit for bit"
+
+
+def test_the_attribution_study_scores_each_count_of_verified_cells_against_exact_patching(monkeypatch, tmp_path):
+    bench = Path(__file__).parents[1] / "bench"
+    monkeypatch.syspath_prepend(str(bench))
+    spec = importlib.util.spec_from_file_location("caf_attribution_agreement", bench / "caf_attribution_agreement.py")
+    study = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(study)
+
+    def row(pair: str, role: str, exact: float, by_count: dict[int, float]) -> dict:
+        scores = {"caf": exact, "caf_t": exact, "caf_l": exact}
+        curve = {  # caf_l always exact
+            str(k): {"caf": v, "caf_t": v, "caf_l": exact, "seconds": 1.0, "verified": k} for k, v in by_count.items()
+        }
+        return {
+            "pair": pair,
+            "explanation": role,
+            "spearman": [0.9, 0.8],
+            "caf": {"exact": exact, "attribution": by_count[4], "attribution_only": by_count[0]},
+            "seconds": {"exact": 10.0, "attribution": 1.0, "attribution_only": 1.0},
+            "exact_scores": scores,
+            "curve": curve,
+        }
+
+    rows = [
+        row("a", "faithful", 0.5, {0: -0.1, 4: 0.45}),  # exact orders a's faithful one first; 0 cells reverse it
+        row("a", "unfaithful", 0.2, {0: 0.3, 4: 0.25}),
+        row("b", "faithful", -0.2, {0: -0.2, 4: -0.2}),
+        row("b", "unfaithful", 0.1, {0: 0.1, 4: 0.1}),
+        row("c", "faithful", 0.4, {0: 0.4, 4: 0.4}),  # no unfaithful row: not a pair to order
+    ]
+    curve = study.curve_summary(rows)
+    assert curve["0"]["same_order"] == {"caf": 1, "caf_t": 1, "caf_l": 2} and curve["0"]["pairs"] == 2
+    assert curve["4"]["same_order"] == {"caf": 2, "caf_t": 2, "caf_l": 2}
+    assert curve["0"]["mean_abs_gap"]["caf"] == pytest.approx((0.6 + 0.1) / 5)
+    assert curve["0"]["sign_changes"]["caf"] == 1 and curve["4"]["sign_changes"]["caf"] == 0
+    assert curve["4"]["speedup"] == pytest.approx(10.0) and curve["4"]["median_verified"] == 4
+    out = tmp_path / "study.json"
+    study.report(rows, out)
+    assert json.loads(out.read_text())["summary"]["curve"] == curve
+    assert (tmp_path / "study.png").exists() and (tmp_path / "study_cells.png").exists()

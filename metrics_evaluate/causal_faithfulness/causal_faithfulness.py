@@ -23,7 +23,7 @@ _OPTIONS_DESCRIPTION = """
         attribution patching, one forward and one batched backward pass for a prompt's explanations, with the
         `verified_cells` highest-ranked cells patched exactly; caf_m, whose windows patch ten layers at once, is
         NaN). Default: "exact".
-    verified_cells (int, optional): with patching="attribution", the cells patched exactly. Default: 16.
+    verified_cells (int, optional): with patching="attribution", the cells patched exactly. Default: 64.
 """
 
 _CITATION = """@inproceedings{yeo2025towards,
