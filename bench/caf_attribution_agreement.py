@@ -56,6 +56,7 @@ def curve_summary(rows: list[dict]) -> dict:
     per variant; the median distinct cells a pair patched, and the speed-up over exact patching in total."""
     counts = sorted({int(k) for row in rows for k in row.get("curve", {})})
     exact_seconds = sum(row["seconds"]["exact"] for row in rows if "curve" in row)
+    pairs = _both_roles(rows)
     result = {}
     for count in counts:
         points = [(row["exact_scores"], row["curve"][str(count)]) for row in rows if str(count) in row.get("curve", {})]
@@ -63,8 +64,8 @@ def curve_summary(rows: list[dict]) -> dict:
             "explanations": len(points),
             "mean_abs_gap": {v: float(np.nanmean([abs(p[v] - e[v]) for e, p in points])) for v in SCORES},
             "sign_changes": {v: int(sum(np.sign(p[v]) != np.sign(e[v]) for e, p in points)) for v in SCORES},
-            "same_order": {v: _same_order(rows, count, v) for v in SCORES},
-            "pairs": len(_both_roles(rows)),
+            "same_order": {v: _same_order(pairs, count, v) for v in SCORES},
+            "pairs": len(pairs),
             "median_verified": float(np.median([p["verified"] for _, p in points])),
             "speedup": exact_seconds / sum(p["seconds"] for _, p in points),
         }
@@ -80,14 +81,15 @@ def _both_roles(rows: list[dict]) -> list[tuple[dict, dict]]:
     return [(two["faithful"], two["unfaithful"]) for two in by_pair.values() if len(two) == 2]
 
 
-def _same_order(rows: list[dict], count: int, variant: str) -> int:
-    """The pairs whose two explanations the variant with `count` cells verified orders as exact patching does."""
+def _same_order(pairs: list[tuple[dict, dict]], count: int, variant: str) -> int:
+    """Of `pairs` (`_both_roles`), those whose two explanations the variant with `count` cells verified orders as exact
+    patching does."""
     return sum(
         bool(
             np.sign(f["curve"][str(count)][variant] - u["curve"][str(count)][variant])
             == np.sign(f["exact_scores"][variant] - u["exact_scores"][variant])
         )
-        for f, u in _both_roles(rows)
+        for f, u in pairs
     )
 
 
