@@ -1,15 +1,19 @@
 """The engine on CUDA (marked `gpu`, skipped without it): its fast paths give the reference loop's numbers on the GPU
-as they do on the CPU, and bfloat16, the CUDA default, stays close to float32."""
+as they do on the CPU, CaF's attribution variant gives the CPU's matrices, and bfloat16, the CUDA default, stays close
+to float32."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
+from test_metric_causal_faithfulness import _no_tokens
 from test_reference_engine import OPTIONS, TOLERANCE
 from test_scoring import assert_rows_equal_a_full_forward, stemmed_requests
 
+from recoe_causaldiag.api import Instance, symmetric_counterfactual
 from recoe_causaldiag.metrics import METRICS
+from recoe_causaldiag.metrics.causal_faithfulness import CausalFaithfulness, patching_layout
 from recoe_causaldiag.models import DEFAULT_MODEL, load_model
 from recoe_causaldiag.reference_engine import ReferenceEngine
 from recoe_causaldiag.scoring import ScoringEngine
@@ -60,6 +64,24 @@ def test_continuation_logits_on_cuda_at_the_rows_asked_equal_a_full_forward(cuda
     rows = [[0, len(e.continuation) // 2, len(e.continuation) - 1] for e in encoded]
     engine = ScoringEngine(cuda_lm, max_batch_tokens=40, max_logit_tokens=4, progress=False)
     assert_rows_equal_a_full_forward(cuda_lm, encoded, rows, dict(engine.continuation_logits(encoded, rows=rows)))
+
+
+def test_caf_attribution_patching_on_cuda_gives_the_matrices_it_gives_on_the_cpu(cuda_lm, default_lm, factcheck_pairs):
+    """The attribution variant's batched backward pass over a pair's two explanations as branches, and its verified
+    cells, patched exactly, give on CUDA what they give on the CPU (float32 on both)."""
+    pair = factcheck_pairs[0]
+    metric = CausalFaithfulness(layers=(3, 15, 27), require_flip=False, patching="attribution", verified_cells=4)
+
+    def matrices(lm) -> list[tuple[np.ndarray, float]]:
+        engine = ScoringEngine(lm, progress=False)
+        instances = [Instance.from_pair(pair, e) for e in (pair.explanation_faithful, pair.explanation_unfaithful)]
+        layouts = [patching_layout(engine, one, 1, symmetric_counterfactual(one, _no_tokens)) for one in instances]
+        return metric.matrices(engine, layouts)
+
+    on_cpu = matrices(default_lm)
+    for (effects, unpatched), (cpu_effects, cpu_unpatched) in zip(matrices(cuda_lm), on_cpu, strict=True):
+        assert unpatched == pytest.approx(cpu_unpatched, abs=1e-5)
+        np.testing.assert_allclose(effects, cpu_effects, atol=1e-4, rtol=0, equal_nan=True)
 
 
 @pytest.mark.parametrize(
