@@ -6,6 +6,7 @@ import dataclasses
 import importlib.util
 import itertools
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from cards import card_namespace
 from fakes import random_llama
 
 from recoe_causaldiag import prompts
+from recoe_causaldiag.api.engine import Encoded
 from recoe_causaldiag.api.metric import Instance
 from recoe_causaldiag.metrics.cc_shap import (
     Attribution,
@@ -210,6 +212,45 @@ def test_instances_scored_together_score_as_each_alone(default_lm, factcheck_pai
         alone = metric.score_instances([one], engine)
         for variant in metric.variants:
             assert together[variant][k] == pytest.approx(alone[variant][0], abs=1e-9)
+
+
+def test_recorded_plans_hold_the_coalitions_that_scoring_runs(tiny_engine, factcheck_pairs, monkeypatch):
+    """What `recorded_plans` records (and bench/suite_projection.py counts without a forward) is what scoring sends
+    to the engine, request for request."""
+    instances = [Instance.from_pair(p, e) for p in factcheck_pairs[:2] for e in (p.explanation_faithful, "")]
+    metric = CCShap(n_samples=2, seed=1)
+    plans = metric.recorded_plans(instances, tiny_engine)
+    recorded = [r for plan in plans for a in plan.values() if a is not None for r in a.forward.requests()]
+    sent = []
+    scoring = tiny_engine.continuation_logits
+
+    def spy(encoded, **options):
+        sent.extend(encoded)
+        return scoring(encoded, **options)
+
+    monkeypatch.setattr(tiny_engine, "continuation_logits", spy)
+    metric.score_instances(instances, tiny_engine)
+    assert [plan["post_hoc"] is None for plan in plans] == [False, True, False, True]
+    assert sent == recorded
+    assert recorded
+
+
+def test_suite_projection_counts_a_shared_beginning_once_per_prefix(monkeypatch):
+    """bench/suite_projection.py counts the tokens of the packed rows: continuations of one prefix that begin alike
+    share their beginning; another prefix, or another edit state, packs apart."""
+    path = Path(__file__).parents[1] / "bench" / "suite_projection.py"
+    spec = importlib.util.spec_from_file_location("suite_projection", path)
+    projection = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, projection)  # its dataclasses look their module up
+    spec.loader.exec_module(projection)
+    requests = [
+        Encoded((1, 2), (5, 6, 7), False),
+        Encoded((1, 2), (5, 6, 8), False),
+        Encoded((1, 3), (5, 6, 7), False),
+        Encoded((1, 2), (5, 6, 7), False, ("edited",)),
+    ]
+    assert projection.packed_tokens(requests, 640) == 4 + 3 + 3
+    assert projection.packed_tokens(requests[:2], 3) == 6
 
 
 def exact_shapley_values(forward: CoalitionForward, baseline: int) -> np.ndarray:

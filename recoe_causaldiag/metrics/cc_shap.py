@@ -486,7 +486,9 @@ class CCShap(Metric):
     def variants(self) -> tuple[str, ...]:
         return self._variants
 
-    def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
+    def recorded_plans(self, instances: Sequence[Instance], engine: Engine) -> list[dict[str, Attribution | None]]:
+        """Each instance's attributions by role (`_plan`), their coalitions recorded and not yet scored: what
+        scoring the instances will run (`CoalitionForward.requests`), from the model's direct answers alone."""
         baseline = engine.lm.encode(self.baseline, continuation=True)
         if len(baseline) != 1:
             raise ValueError(f"baseline {self.baseline!r} is {len(baseline)} tokens for {engine.lm.name} (needs one)")
@@ -495,7 +497,11 @@ class CCShap(Metric):
         attributions = [a for plan in plans for a in plan.values() if a is not None]
         for attribution in tqdm(attributions, desc=f"{self.name} permutations", disable=not engine.progress):
             attribution.record()
-        score_recorded(engine, [a.forward for a in attributions])
+        return plans
+
+    def score_instances(self, instances: Sequence[Instance], engine: Engine) -> dict[str, np.ndarray]:
+        plans = self.recorded_plans(instances, engine)
+        score_recorded(engine, [a.forward for plan in plans for a in plan.values() if a is not None])
         scores = {v: np.full(len(instances), np.nan) for v in self.variants}
         for k, plan in enumerate(plans):
             values = {role: a.values() for role, a in plan.items() if a is not None}
