@@ -114,16 +114,22 @@ def test_cot_variant_attributes_the_direct_prediction_and_the_cot_explanation(ti
     assert cc_shap_score(after_cot, explanation) != pytest.approx(scores["cot"][0])
 
 
+def requests_sent(engine: ScoringEngine, monkeypatch) -> list:
+    """The requests `engine.continuation_logits` is given from now on, in order (it still scores them)."""
+    sent = []
+    scoring = engine.continuation_logits
+
+    def spy(encoded, **options):
+        sent.extend(encoded)
+        return scoring(encoded, **options)
+
+    monkeypatch.setattr(engine, "continuation_logits", spy)
+    return sent
+
+
 def test_edits_and_template_are_never_perturbed(tiny_engine, instance, monkeypatch):
     lay = post_hoc_layout(tiny_engine, instance, 0)
-    seen = []
-    original = tiny_engine.continuation_logits
-
-    def spy(encoded, **kwargs):
-        seen.extend(encoded)
-        return original(encoded, **kwargs)
-
-    monkeypatch.setattr(tiny_engine, "continuation_logits", spy)
+    seen = requests_sent(tiny_engine, monkeypatch)
     baseline = tiny_engine.lm.encode("...", continuation=True)[0]
     attributions(tiny_engine, lay, 0, baseline_id=baseline, n_samples=3, seed=0)
     n = len(lay.question)
@@ -221,14 +227,7 @@ def test_recorded_plans_hold_the_coalitions_that_scoring_runs(tiny_engine, factc
     metric = CCShap(n_samples=2, seed=1)
     plans = metric.recorded_plans(instances, tiny_engine)
     recorded = [r for plan in plans for a in plan.values() if a is not None for r in a.forward.requests()]
-    sent = []
-    scoring = tiny_engine.continuation_logits
-
-    def spy(encoded, **options):
-        sent.extend(encoded)
-        return scoring(encoded, **options)
-
-    monkeypatch.setattr(tiny_engine, "continuation_logits", spy)
+    sent = requests_sent(tiny_engine, monkeypatch)
     metric.score_instances(instances, tiny_engine)
     assert [plan["post_hoc"] is None for plan in plans] == [False, True, False, True]
     assert sent == recorded
