@@ -122,8 +122,8 @@ def timed(metric, lm, instances: Sequence) -> float:
     return time.perf_counter() - started
 
 
-def other_seconds(path: Path) -> tuple[int, dict[str, dict[str, float]]]:
-    """A finished run's pairs per task and seconds per task and metric (the same for every variant)."""
+def other_seconds(path: Path) -> tuple[dict[str, int], dict[str, dict[str, float]]]:
+    """A finished run's pairs per task, and its seconds per task and metric (the same for every variant)."""
     document = json.loads(path.read_text())
     fields = ("score_faithful", "score_unfaithful", "score_faithful_swap", "score_unfaithful_swap")
     for row in document["pairs"]:
@@ -132,7 +132,10 @@ def other_seconds(path: Path) -> tuple[int, dict[str, dict[str, float]]]:
     seconds: dict[str, dict[str, float]] = defaultdict(dict)
     for result in document["results"]:
         seconds[result["task"]][result["metric"]] = result["seconds"]
-    return document["run_spec"]["limit"], seconds
+    pairs: dict[str, set[str]] = defaultdict(set)
+    for row in document["pairs"]:
+        pairs[row["task"]].add(row["pair_id"])
+    return {task: len(ids) for task, ids in pairs.items()}, seconds
 
 
 def main() -> None:
@@ -145,16 +148,18 @@ def main() -> None:
     parser.add_argument("--task", default=",".join(TASKS))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--measure", type=int, default=1, help="pairs per task on which CC-SHAP is timed")
-    parser.add_argument("--others", type=Path, help="a finished run of the other metrics on these tasks")
+    parser.add_argument("--others", type=Path, help="a finished run of the other metrics, same model and tasks")
     parser.add_argument("--data-dir", type=Path)
     parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    if args.measure < 1:
+        parser.error(f"--measure must be at least 1, got {args.measure}")
 
     lm = load_model(args.model)
     engine = ScoringEngine(lm, progress=False)
     cc_shap, caf = METRICS.get("cc_shap")(), METRICS.get("causal_faithfulness")()
-    others_limit, others = other_seconds(args.others) if args.others else (None, {})
+    others_pairs, others = other_seconds(args.others) if args.others else ({}, {})
     figures = []
     for task in args.task.split(","):
         sample = task_sample(task, args.data_dir, args.limit, args.seed)
@@ -183,7 +188,7 @@ def main() -> None:
             "caf_seconds_per_patched_instance": patch_rate,
         }
         if task in others:
-            scale = sample.pairs / others_limit
+            scale = sample.pairs / others_pairs[task]
             seconds = {m: s * scale for m, s in others[task].items() if m not in ("cc_shap", "causal_faithfulness")}
             caf_queries = others[task].get("causal_faithfulness", 0.0) * scale
             seconds["causal_faithfulness"] = caf_queries + (patch_rate or 0.0) * sum(patched)
