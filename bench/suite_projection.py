@@ -40,6 +40,10 @@ class TaskSample:
     available: int
     instances: tuple[tuple, ...]
 
+    @property
+    def instances_per_pair(self) -> int:
+        return len(self.instances[0]) if self.instances else 0
+
     def flat(self) -> list:
         """Every sampled instance, pair after pair."""
         return [instance for pair in self.instances for instance in pair]
@@ -78,7 +82,7 @@ def packed_tokens(requests: Sequence, max_tokens: int) -> int:
 def cc_shap_work(metric, engine, sample: TaskSample) -> list[int]:
     """Packed coalition tokens per sampled pair."""
     plans = metric.recorded_plans(sample.flat(), engine)
-    per_pair = len(sample.instances[0]) if sample.instances else 0
+    per_pair = sample.instances_per_pair
     work = []
     for k in range(sample.pairs):
         requests = [
@@ -98,18 +102,12 @@ def patched_instances(engine, sample: TaskSample) -> list[int]:
     from recoe_causaldiag.metrics.causal_faithfulness import prepare
 
     probs = engine.label_probs([label_request(i) for i in sample.flat()], desc="answers")
-    per_pair = len(sample.instances[0]) if sample.instances else 0
+    per_pair = sample.instances_per_pair
     found = []
     for k, pair in enumerate(sample.instances):
         labels = probs[k * per_pair : (k + 1) * per_pair]
         found.append(sum(prepare(engine, i, int(np.argmax(p)))[1] is not None for i, p in zip(pair, labels)))
     return found
-
-
-def mean_interval(values: Sequence[float], confidence: float = 0.95, resamples: int = 10_000) -> tuple[float, float]:
-    """A percentile bootstrap interval of the mean of `values` (seeded)."""
-    draws = np.random.default_rng(0).choice(np.asarray(values, float), (resamples, len(values))).mean(axis=1)
-    return tuple(np.quantile(draws, [(1 - confidence) / 2, (1 + confidence) / 2]))
 
 
 def timed(metric, lm, instances: Sequence) -> float:
@@ -142,6 +140,7 @@ def main() -> None:
     from recoe_causaldiag.metrics import METRICS
     from recoe_causaldiag.models import DEFAULT_MODEL, load_model
     from recoe_causaldiag.scoring import ScoringEngine
+    from recoe_causaldiag.statistics import bootstrap_ci
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=100, help="pairs per task, the run's --limit")
@@ -176,13 +175,13 @@ def main() -> None:
         row = {
             "task": task,
             "pairs": sample.pairs,
-            "instances_per_pair": len(sample.instances[0]) if sample.instances else 0,
+            "instances_per_pair": sample.instances_per_pair,
             "cc_shap_tokens": work,
             "cc_shap_measured_seconds": measured,
             "cc_shap_seconds_per_token": rate,
             "cc_shap_projected_seconds": rate * sum(work),
             "dataset_pairs": sample.available,
-            "cc_shap_dataset_seconds": [rate * sample.available * m for m in (np.mean(work), *mean_interval(work))],
+            "cc_shap_dataset_seconds": [rate * sample.available * m for m in (np.mean(work), *bootstrap_ci(work))],
             "counting_seconds": counting,
             "caf_patched_instances": patched,
             "caf_seconds_per_patched_instance": patch_rate,
