@@ -105,10 +105,14 @@ def test_cot_variant_attributes_the_direct_prediction_and_the_cot_explanation(ti
     direct, cot = cot_layouts(tiny_engine, instance)
     prediction = attributions(tiny_engine, direct, answer, baseline_id=baseline, n_samples=2, seed=3)[0]
     explanation = attributions(tiny_engine, cot, answer, baseline_id=baseline, n_samples=2, seed=3)[1:]
-    scores = CCShap(n_samples=2, seed=3, select=["cot"], estimator="sampling").score_instances([instance], tiny_engine)
+    scores = CCShap(n_samples=2, long_question_samples=2, seed=3, select=["cot"], estimator="sampling").score_instances(
+        [instance], tiny_engine
+    )
     # float32 sums differ by batch shape: the metric scores both attributions' coalitions in one engine call
     assert scores["cot"][0] == pytest.approx(cc_shap_score(prediction, explanation), abs=1e-5)
-    both = CCShap(n_samples=2, seed=3, estimator="sampling").score_instances([instance], tiny_engine)  # from post_hoc
+    both = CCShap(n_samples=2, long_question_samples=2, seed=3, estimator="sampling").score_instances(
+        [instance], tiny_engine
+    )  # from post_hoc
     assert both["cot"][0] == pytest.approx(scores["cot"][0], abs=1e-5)  # float32 sums differ by batch and threads
     after_cot = attributions(tiny_engine, cot, answer, baseline_id=baseline, n_samples=2, seed=3)[0]
     assert cc_shap_score(after_cot, explanation) != pytest.approx(scores["cot"][0])
@@ -155,7 +159,7 @@ def test_shapley_values_are_efficient_and_seeded(tiny_engine, instance):
 
 
 def test_metric_is_reproducible_and_nan_without_explanation(tiny_engine, instance):
-    metric = CCShap(n_samples=2, seed=3)
+    metric = CCShap(n_samples=2, long_question_samples=2, seed=3)
     assert metric.variants == ("post_hoc", "cot")
     empty = Instance(instance.question, instance.choices, instance.edits, "")
     first = metric.score_instances([instance, empty], tiny_engine)
@@ -173,7 +177,9 @@ def test_metric_is_reproducible_and_nan_without_explanation(tiny_engine, instanc
 def test_real_model_scores_two_factcheck_instances(default_lm, factcheck_pairs):
     pair = factcheck_pairs[0]
     instances = [Instance.from_pair(pair, e) for e in (pair.explanation_faithful, pair.explanation_unfaithful)]
-    scores = CCShap(n_samples=1).score_instances(instances, ScoringEngine(default_lm, progress=False))
+    scores = CCShap(n_samples=1, long_question_samples=1).score_instances(
+        instances, ScoringEngine(default_lm, progress=False)
+    )
     for variant in ("post_hoc", "cot"):
         assert scores[variant].shape == (2,)
         assert np.isfinite(scores[variant]).all() and (np.abs(scores[variant]) <= 1 + 1e-9).all()
@@ -212,7 +218,7 @@ def test_instances_scored_together_score_as_each_alone(default_lm, factcheck_pai
     tiny = random_llama(default_lm)
     engine = ScoringEngine(dataclasses.replace(tiny, model=tiny.model.double()), progress=False)
     instances = [Instance.from_pair(p, p.explanation_faithful) for p in factcheck_pairs[:3]]
-    metric = CCShap(n_samples=2, seed=1)
+    metric = CCShap(n_samples=2, long_question_samples=2, seed=1)
     together = metric.score_instances(instances, engine)
     for k, one in enumerate(instances):
         alone = metric.score_instances([one], engine)
@@ -220,11 +226,24 @@ def test_instances_scored_together_score_as_each_alone(default_lm, factcheck_pai
             assert together[variant][k] == pytest.approx(alone[variant][0], abs=1e-9)
 
 
+def test_a_question_beyond_the_exact_study_gets_at_least_the_long_question_budget(tiny_engine, factcheck_pairs):
+    metric = CCShap(n_samples=2, long_question_samples=3, seed=1)
+    assert [metric.budget(n) for n in (1, 10, 11, 40)] == [2, 2, 3, 3]
+    assert CCShap(n_samples=20, long_question_samples=3).budget(40) == 20
+    instances = [Instance.from_pair(p, p.explanation_faithful) for p in factcheck_pairs[:8]]
+    plans = metric.recorded_plans(instances, tiny_engine)
+    seen = {(len(a.forward.layout.question), a.n_samples) for plan in plans for a in plan.values() if a is not None}
+    assert {n > 10 for n, _ in seen} == {False, True}, "both kinds of question among the pairs"
+    assert all(budget == (3 if n > 10 else 2) for n, budget in seen)
+    with pytest.raises(ValueError, match="long_question_samples must be >= 1"):
+        CCShap(long_question_samples=0)
+
+
 def test_recorded_plans_hold_the_coalitions_that_scoring_runs(tiny_engine, factcheck_pairs, monkeypatch):
     """What `recorded_plans` records (and bench/suite_projection.py counts without a forward) is what scoring sends
     to the engine, request for request."""
     instances = [Instance.from_pair(p, e) for p in factcheck_pairs[:2] for e in (p.explanation_faithful, "")]
-    metric = CCShap(n_samples=2, seed=1)
+    metric = CCShap(n_samples=2, long_question_samples=2, seed=1)
     plans = metric.recorded_plans(instances, tiny_engine)
     recorded = [r for plan in plans for a in plan.values() if a is not None for r in a.forward.requests()]
     sent = requests_sent(tiny_engine, monkeypatch)
@@ -407,6 +426,28 @@ def test_leverage_coalitions_are_seeded_complementary_pairs_drawn_once():
         assert leverage_coalitions(n, budget, np.random.default_rng(4))[0] != masks
     masks, _ = leverage_coalitions(8, 80, np.random.default_rng(0))
     assert sorted(m for m in masks if m.bit_count() == 1) == [1 << i for i in range(8)], "40 pairs: size 1 whole"
+
+
+def test_long_question_study_subsamples_a_leverage_draw_as_a_direct_draw_at_the_smaller_budget(monkeypatch):
+    """bench/cc_shap_long_questions.py draws Leverage SHAP at a small budget from a larger draw: the pool's own
+    complementary pairs, each size class's count and weight those of a direct draw at the small budget."""
+    path = Path(__file__).parents[1] / "bench" / "cc_shap_long_questions.py"
+    spec = importlib.util.spec_from_file_location("cc_shap_long_questions", path)
+    long_questions = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, long_questions)
+    spec.loader.exec_module(long_questions)
+    n, full = 20, (1 << 20) - 1
+    pool = leverage_coalitions(n, 16 * n, np.random.default_rng(0))
+    masks, weights = long_questions.leverage_subsample(pool, n, 16 * n, 6 * n, np.random.default_rng(1))
+    assert set(masks) < set(pool[0]) and masks[1::2] == [full ^ m for m in masks[::2]]
+    direct_masks, direct_weights = leverage_coalitions(n, 6 * n, np.random.default_rng(2))
+    weight_of_size = {m.bit_count(): w for m, w in zip(direct_masks, direct_weights, strict=True)}
+    np.testing.assert_allclose(weights, [weight_of_size[m.bit_count()] for m in masks], rtol=1e-12)
+    for size, expected in size_allocation(n, 6 * n / 2).items():
+        drawn = sum(min(m.bit_count(), n - m.bit_count()) == size for m in masks[::2])
+        assert drawn in (math.floor(expected), math.ceil(expected))
+    with pytest.raises(ValueError, match="the pool holds"):
+        long_questions.leverage_subsample(pool, n, 16 * n, 40 * n, np.random.default_rng(1))
 
 
 def test_projected_regression_is_exact_with_every_coalition_and_efficient_with_few(game, study):

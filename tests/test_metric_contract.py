@@ -51,7 +51,10 @@ def test_a_blank_explanation_has_nothing_to_corrupt_and_scores_nan(factcheck_pai
     np.testing.assert_array_equal(scores["fill-binary"], [1.0, np.nan])
 
 
-CHEAP_OPTIONS = {"cc_shap": {"n_samples": 1}, "causal_faithfulness": {"layers": (15,), "require_flip": False}}
+CHEAP_OPTIONS = {
+    "cc_shap": {"n_samples": 1, "long_question_samples": 1},
+    "causal_faithfulness": {"layers": (15,), "require_flip": False},
+}
 """Smaller sample budgets for the contract check; each metric's own test covers its default budget."""
 
 

@@ -24,7 +24,7 @@ from recoe_causaldiag.reference_engine import ReferenceEngine
 from recoe_causaldiag.scoring import ScoringEngine
 
 OPTIONS = {
-    "cc_shap": {"n_samples": 1, "select": ("post_hoc",)},
+    "cc_shap": {"n_samples": 1, "long_question_samples": 1, "select": ("post_hoc",)},
     "causal_faithfulness": {"layers": (20,), "positions": "changed_and_question", "require_flip": False},
 }
 """Budgets that keep the reference loop short; both paths run with the same options."""

@@ -132,6 +132,7 @@ def test_a_run_records_every_metric_options_default_and_a_rerun_keeps_the_record
         "baseline": "...",
         "select": ("post_hoc", "cot"),
         "estimator": "leverage",
+        "long_question_samples": 16,
     }
     assert recorded.options_for("random_baseline") == {"seed": 0}
     assert RunSpec.from_dict(json.loads(json.dumps(recorded.to_dict()))) == recorded
@@ -147,6 +148,10 @@ def test_a_run_records_every_metric_options_default_and_a_rerun_keeps_the_record
     rerun = runner.score_run(RunSpec.from_dict(older), lm=evaluated, progress=False).spec
     assert rerun.options_for("cc_shap")["n_samples"] == 16 and rerun.options_for("cc_shap")["estimator"] == "sampling"
     assert rerun.options_for("cc_shap")["seed"] == 3 and rerun.options_for("random_baseline") == {"seed": 4}
+    assert rerun.options_for("cc_shap")["long_question_samples"] == 1, "an option added since: its legacy value"
+    assert "long_question_samples" not in RunSpec.from_dict({**older, "metric_defaults": []}).options_for("cc_shap")
+    given = {**older, "metric_options": [["cc_shap", "long_question_samples", 8]]}
+    assert RunSpec.from_dict(given).options_for("cc_shap")["long_question_samples"] == 8
     with pytest.raises(ValueError, match="metric cc_shap has no option 'budget'"):
         RunSpec.from_dict({**older, "metric_defaults": [["cc_shap", "budget", 1]]})
     with pytest.raises(ValueError, match="n_samples must be int"):

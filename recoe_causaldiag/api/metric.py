@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -39,6 +39,10 @@ class Metric(ABC):
     """In a checkpointed run, the pairs scored between two checkpoints of this metric's scores (a pair seen from its
     contrast model counts as one), so that an interrupted run loses at most these; None: all pairs at once, which
     suits a metric that takes seconds per pair and gains from batching them all."""
+    legacy_option_values: ClassVar[Mapping[str, Any]] = {}
+    """Constructor options added after results files began to record every default (schema 1.5), each with the value
+    that scores as the metric did before it existed: a results file that recorded defaults without it reruns with
+    that value (`RunSpec.from_dict`)."""
     helper_option: ClassVar[str | None] = None
     """The constructor option that names a model serving the metric (a simulator, a helper LM), if any. Left out, the
     metric uses another model than the evaluated one; a run names it in its spec (`RunSpec.with_helper_models`)."""

@@ -233,11 +233,28 @@ class RunSpec:
             values["metrics"] = tuple(canonical(name) for name in values["metrics"])
         for key in ("metric_options", "metric_defaults"):
             values[key] = tuple((canonical(name), option, value) for name, option, value in values.get(key, ()))
+        values["metric_defaults"] += _legacy_defaults(values["metric_options"], values["metric_defaults"])
         values["editor_statistics"] = tuple(dict(record) for record in data.get("editor_statistics", ()))
         if values.get("model_identity") is not None:
             values["model_identity"] = ModelIdentity(**data["model_identity"])
         values["datasets"] = tuple(DatasetIdentity(**d) for d in data.get("datasets", ()))
         return cls(**values)
+
+
+def _legacy_defaults(
+    options: tuple[tuple[str, str, Any], ...], defaults: tuple[tuple[str, str, Any], ...]
+) -> tuple[tuple[str, str, Any], ...]:
+    """For each metric whose recorded defaults lack an option it gained after they were recorded, that option at the
+    value that scores as before (`Metric.legacy_option_values`), so a rerun of an older results file scores as it
+    did. A metric with no recorded defaults (a file older than schema 1.5) gets none: it reruns at today's."""
+    metrics = metric_registry()
+    given = {(metric, option) for metric, option, _ in (*options, *defaults)}
+    return tuple(
+        (metric, option, value)
+        for metric in dict.fromkeys(metric for metric, _, _ in defaults)
+        for option, value in metrics.get(metric).legacy_option_values.items()
+        if (metric, option) not in given
+    )
 
 
 def _tuples(value: Any) -> Any:

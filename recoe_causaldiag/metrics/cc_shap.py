@@ -7,7 +7,9 @@ attributed (SPEC §5). A coalition keeps its question tokens and replaces the ot
 length stays fixed). Shapley values are estimated by default with Leverage SHAP (Musco & Witter, 2025;
 `estimator="leverage"`): coalitions drawn in complementary pairs, without replacement, a fixed share of them at
 every coalition size (the sizes' leverage scores are equal), and the Shapley values solved from them as Kernel
-SHAP's weighted least-squares problem with the efficiency constraint exact. The permutation estimators run captum's
+SHAP's weighted least-squares problem with the efficiency constraint exact; a question of more than 10 tokens gets at
+least the original code's budget (`long_question_samples`, 16), since there Leverage SHAP's lead over permutations
+is gone (README, "CC-SHAP: the estimator and its budget"). The permutation estimators run captum's
 `ShapleyValueSampling` (`n_samples` seeded permutations: antithetic pairs, a permutation and its reverse, along the
 orthogonal directions of a random basis, "orthogonal"; antithetic pairs alone, "antithetic"; or independent ones,
 "sampling"). Every estimator scores one multi-output, teacher-forced forward per coalition, in two passes: once to
@@ -52,6 +54,9 @@ from ..api import Encoded, Engine, Instance, Metric, register_metric
 from ..mechanisms.prompting import label_request, overlapping, question_positions, token_offsets
 
 VARIANTS = ("post_hoc", "cot")
+EXACT_STUDY_TOKENS = 10
+"""The longest question whose Shapley values the convergence study enumerated exactly (2^10 coalitions), the
+reach of the default budget's validation against them (bench/cc_shap_convergence.py)."""
 
 
 @dataclass(frozen=True)
@@ -431,7 +436,8 @@ def cot_layouts(engine: Engine, instance: Instance) -> tuple[AttributionLayout, 
 class CCShap(Metric):
     """CC-SHAP with Shapley values estimated by `estimator` ("leverage", or the permutation estimators
     "orthogonal", "antithetic" and "sampling") at a budget of `n_samples` (permutations, or as many permutations'
-    coalitions), seeded by `seed`; masked question tokens are replaced by `baseline` (one token for the model);
+    coalitions), at least `long_question_samples` for a question of more than 10 tokens (`budget`), seeded by
+    `seed`; masked question tokens are replaced by `baseline` (one token for the model);
     `select` names the variants to compute (both by default; each costs about `n_samples` × question-length forwards
     per instance)."""
 
@@ -449,10 +455,14 @@ class CCShap(Metric):
   title={On Measuring Faithfulness or Self-consistency of Natural Language Explanations},
   author={Parcalabescu, Letitia and Frank, Anette}, booktitle={Proceedings of ACL}, year={2024}
 }"""
-    evaluate_options = ("n_samples", "seed", "estimator")
+    evaluate_options = ("n_samples", "long_question_samples", "seed", "estimator")
+    legacy_option_values = {"long_question_samples": 1}
     options_doc = """
     n_samples (int, optional): the budget per attribution: permutations, or for "leverage" n_samples × the
         question's tokens coalitions (what as many permutations cost). Default: 6.
+    long_question_samples (int, optional): the least budget for a question of more than 10 tokens, beyond the
+        exact study's reach: there Leverage SHAP at 6 spreads 1.6 times as much from seed to seed as the original
+        code's 16 permutations, and at 16 no more than they do (bench/cc_shap_long_questions.py). Default: 16.
     seed (int, optional): seed of the permutations or coalitions. Default: 0.
     estimator (str, optional): "leverage" (Leverage SHAP: complementary pairs of coalitions, an equal share at
         every size, and the Kernel SHAP regression with efficiency exact), "orthogonal" (antithetic pairs of
@@ -472,15 +482,25 @@ class CCShap(Metric):
         baseline: str = "...",
         select: Sequence[str] = VARIANTS,
         estimator: str = "leverage",
+        long_question_samples: int = 16,
     ) -> None:
-        if n_samples < 1:
-            raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+        for option, value in (("n_samples", n_samples), ("long_question_samples", long_question_samples)):
+            if value < 1:
+                raise ValueError(f"{option} must be >= 1, got {value}")
         if not select or set(select) - set(VARIANTS):
             raise ValueError(f"select must name some of {list(VARIANTS)}, got {list(select)}")
         if estimator not in ESTIMATORS:
             raise ValueError(f"estimator must be one of {list(ESTIMATORS)}, got {estimator!r}")
         self.n_samples, self.seed, self.baseline, self.estimator = n_samples, seed, baseline, estimator
+        self.long_question_samples = long_question_samples
         self._variants = tuple(v for v in VARIANTS if v in select)
+
+    def budget(self, question_tokens: int) -> int:
+        """The budget of an attribution over a question of `question_tokens` tokens: `n_samples`, and at least
+        `long_question_samples` beyond the exact study's reach (`EXACT_STUDY_TOKENS`)."""
+        if question_tokens <= EXACT_STUDY_TOKENS:
+            return self.n_samples
+        return max(self.n_samples, self.long_question_samples)
 
     @property
     def variants(self) -> tuple[str, ...]:
@@ -522,7 +542,7 @@ class CCShap(Metric):
                 lay,
                 answer,
                 baseline_id=baseline_id,
-                n_samples=self.n_samples,
+                n_samples=self.budget(len(lay.question)),
                 seed=self.seed,
                 estimator=self.estimator,
             )
