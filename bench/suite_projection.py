@@ -12,7 +12,9 @@ Every other metric is read from a finished run of it (`--others`, a results JSON
 tasks), its seconds scaled by the number of pairs; CaF's seconds there must be label queries alone (a run in which
 it patched some pair is refused). Model loading and the controls are left out. The whole dataset's projection scales
 the sample's mean per pair, with a bootstrap interval over the sampled pairs' CC-SHAP tokens (the measured rates
-taken as exact). Prints a table; `--out` writes the figures as JSON.
+taken as exact). `--rates` reuses the rates of an earlier projection's JSON, measured on this machine, instead of
+timing: the work is counted afresh (after a change of budget, say) and nothing is timed. Prints a table; `--out`
+writes the figures as JSON.
 """
 
 from __future__ import annotations
@@ -150,6 +152,7 @@ def main() -> None:
     parser.add_argument("--others", type=Path, help="a finished run of the other metrics, same model and tasks")
     parser.add_argument("--data-dir", type=Path)
     parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument("--rates", type=Path, help="an earlier projection's JSON whose measured rates to reuse")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.measure < 1:
@@ -159,19 +162,26 @@ def main() -> None:
     engine = ScoringEngine(lm, progress=False)
     cc_shap, caf = METRICS.get("cc_shap")(), METRICS.get("causal_faithfulness")()
     others_pairs, others = other_seconds(args.others) if args.others else ({}, {})
+    stored = {row["task"]: row for row in json.loads(args.rates.read_text())["tasks"]} if args.rates else {}
     figures = []
     for task in args.task.split(","):
         sample = task_sample(task, args.data_dir, args.limit, args.seed)
         started = time.perf_counter()
         work = cc_shap_work(cc_shap, engine, sample)
         counting = time.perf_counter() - started
-        measured = [timed(cc_shap, lm, pair) for pair in sample.instances[: args.measure]]
-        rate = sum(measured) / sum(work[: len(measured)])
         patched = patched_instances(engine, sample)
         first = next((k for k, count in enumerate(patched) if count), None)
-        patch_rate = None
-        if first is not None:
-            patch_rate = timed(caf, lm, sample.instances[first]) / patched[first]
+        if args.rates:
+            if task not in stored:
+                raise SystemExit(f"{args.rates} holds no rates for {task}")
+            measured, rate = [], stored[task]["cc_shap_seconds_per_token"]
+            patch_rate = stored[task]["caf_seconds_per_patched_instance"]
+            if first is not None and patch_rate is None:
+                raise SystemExit(f"{args.rates}: CaF patched nothing on {task} there, here it does")
+        else:
+            measured = [timed(cc_shap, lm, pair) for pair in sample.instances[: args.measure]]
+            rate = sum(measured) / sum(work[: len(measured)])
+            patch_rate = None if first is None else timed(caf, lm, sample.instances[first]) / patched[first]
         row = {
             "task": task,
             "pairs": sample.pairs,
@@ -197,14 +207,16 @@ def main() -> None:
 
     print(f"\n{args.limit} pairs per task, {args.model}; h = hours on this machine:\n")
     print(
-        "| task | pairs | CC-SHAP packed tokens a pair, mean (range) | CC-SHAP ms a token, timed pairs "
+        "| task | pairs | CC-SHAP packed tokens a pair, mean (range) | CC-SHAP ms a token (timed pairs, or --rates) "
         "| CC-SHAP h | CaF patched instances | others h | all h | whole dataset: pairs, h (95% interval) |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     total = [0.0, 0.0, 0.0, 0.0]
     for row in figures:
         tokens = np.array(row["cc_shap_tokens"])
-        rates = [1e3 * s / t for s, t in zip(row["cc_shap_measured_seconds"], tokens)]
+        rates = [1e3 * s / t for s, t in zip(row["cc_shap_measured_seconds"], tokens)] or [
+            1e3 * row["cc_shap_seconds_per_token"]
+        ]
         others = sum(row.get("others_projected_seconds", {}).values())
         whole = [s + others * row["dataset_pairs"] / row["pairs"] for s in row["cc_shap_dataset_seconds"]]
         hours = (row["cc_shap_projected_seconds"] + others) / 3600
@@ -217,7 +229,8 @@ def main() -> None:
         )
     print(f"\nall tasks: {total[0]:.2f} h; every pair of every task: {total[1]:.1f} h ({total[2]:.1f}–{total[3]:.1f})")
     if args.out:
-        args.out.write_text(json.dumps({"limit": args.limit, "model": args.model, "tasks": figures}, indent=1) + "\n")
+        document = {"limit": args.limit, "model": args.model, "rates_from": args.rates and str(args.rates)}
+        args.out.write_text(json.dumps(document | {"tasks": figures}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
