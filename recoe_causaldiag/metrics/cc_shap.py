@@ -461,8 +461,9 @@ class CCShap(Metric):
     n_samples (int, optional): the budget per attribution: permutations, or for "leverage" n_samples × the
         question's tokens coalitions (what as many permutations cost). Default: 6.
     long_question_samples (int, optional): the least budget for a question of more than 10 tokens, beyond the
-        exact study's reach: there Leverage SHAP at 6 spreads 1.6 times as much from seed to seed as the original
-        code's 16 permutations, and at 16 no more than they do (bench/cc_shap_long_questions.py). Default: 16.
+        exact study's reach: there Leverage SHAP at 6 spread 1.4 times as much from seed to seed as the original
+        code's 16 permutations, and at 16 half as much (22 and 10 explanations of 16-40 question tokens;
+        bench/cc_shap_long_questions.py). Default: 16.
     seed (int, optional): seed of the permutations or coalitions. Default: 0.
     estimator (str, optional): "leverage" (Leverage SHAP: complementary pairs of coalitions, an equal share at
         every size, and the Kernel SHAP regression with efficiency exact), "orthogonal" (antithetic pairs of
