@@ -2,17 +2,19 @@
 (`bench/cc_shap_convergence.py` holds questions of at most 10 tokens): the seed-to-seed spread of the post-hoc score.
 
 For each explanation of pairs `--first` to `--first + --pairs` of each task (the seeded order of `--limit 100`),
-every estimator estimates the post-hoc attribution under two seeds, all coalitions scored in one engine call per
-explanation, and the spread is |score(seed 0) − score(seed 1)|. For an unbiased estimator its mean square is twice
-the error's; a biased one (Leverage SHAP's least squares) hides its bias there, so a spread no larger is necessary
-for an error no larger, not sufficient.
+Leverage SHAP at `--pool` and the original code's 16 independent permutations estimate the post-hoc attribution
+under two seeds, all their coalitions scored in one engine call per explanation; the spread is |score(seed 0) −
+score(seed 1)|. Each smaller Leverage SHAP budget (`--budgets`) is drawn from the two seeds' pools
+(`leverage_subsample`), `--replicates` pairs of draws at no further forward, and its squared spread averaged over
+them. For an unbiased estimator the spread's mean square is twice the error's; a biased one (Leverage SHAP's least
+squares) hides its bias there, so a spread no larger is necessary for an error no larger, not sufficient.
 
 The tasks' pairs are interleaved (pair i of every task before pair i + 1 of any), so a study stopped early is
 balanced across tasks. Each explanation is one JSON line appended to `--out`; an explanation already there is not
 scored again, so a stopped study resumes. `--report` reads such files and prints, for every task and for all, each
-estimator's mean and root-mean-square spread and, against the last estimator named, the ratio of root-mean-square
-spreads, with a 95% bootstrap interval over pairs of the mean difference of squared spreads and a Wilcoxon
-signed-rank test of the squared spreads; and, for each estimator, how many pairs' D the seed changes.
+estimator's root-mean-square spread against the original code's on the same explanations, their ratio, a 95%
+bootstrap interval over pairs of the mean difference of squared spreads and a Wilcoxon signed-rank test of the
+squared spreads; and how many pairs' D the seed changes under the estimators every row scored directly.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ DEFAULT_TASKS = "analogy,object_counting,multihop"
 def budgets(text: str) -> list[int]:
     """`k,k,...` as positive budgets."""
     parsed = [int(item) for item in text.split(",") if item.strip().isdigit()]
-    if len(parsed) != len(text.split(",")) or min(parsed) < 1:
+    if not parsed or len(parsed) != len(text.split(",")) or min(parsed) < 1:
         raise argparse.ArgumentTypeError(f"expected positive budgets separated by commas, got {text!r}")
     return parsed
 
